@@ -1,0 +1,1 @@
+"""toolhall: the tool layer for LLM agents."""
