@@ -1,0 +1,3 @@
+from toolhall.cli import main
+
+main()

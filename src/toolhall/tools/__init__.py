@@ -1,0 +1,1 @@
+"""The standard toolboxes: each module offers a `toolbox(...)` factory taking its configuration."""
