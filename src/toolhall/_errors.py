@@ -7,6 +7,7 @@ ToolhallError
 ├── ResolveError
 │   ├── MissingToolboxError   names every missing package
 │   └── ManifestError         bad WorkerSpec file
+├── ArgumentsError            arguments that fail a tool's input schema (also a ValueError; → invalid_input)
 ├── ExportError               a toolbox cannot be exported in a provider's format
 ├── ParseError                a provider response that cannot be read
 ├── WorkspaceError            a path a tool may not use (becomes a `denied` result)
@@ -30,6 +31,7 @@ from typing import Any
 from ._codes import ErrorCode
 
 __all__ = [
+    "ArgumentsError",
     "ConfigError",
     "DefinitionError",
     "DeniedPathError",
@@ -78,6 +80,22 @@ class MissingToolboxError(ResolveError):
 
 class ManifestError(ResolveError):
     """A worker manifest that cannot be read or has wrong keys."""
+
+
+class ArgumentsError(ToolhallError, ValueError):
+    """Arguments that do not match a tool's input schema; `errors` lists each problem with its JSON path.
+
+    Example:
+        ```python
+        ArgumentsError(["$.a: \"x\" is not of type \"integer\""], tool="add")
+        ```
+    """
+
+    def __init__(self, errors: list[str], *, tool: str | None = None) -> None:
+        self.errors = list(errors)
+        self.tool = tool
+        head = f"invalid arguments for tool {tool!r}" if tool else "invalid arguments"
+        super().__init__(f"{head}: " + "; ".join(self.errors))
 
 
 class ExportError(ToolhallError):
