@@ -73,9 +73,7 @@ class MissingToolboxError(ResolveError):
         self.missing = list(missing)
         self.available = list(available)
         have = ", ".join(sorted(self.available)) or "none"
-        super().__init__(
-            f"missing domain toolbox(es): {', '.join(self.missing)}; available toolboxes: {have}"
-        )
+        super().__init__(f"missing domain toolbox(es): {', '.join(self.missing)}; available toolboxes: {have}")
 
 
 class ManifestError(ResolveError):
