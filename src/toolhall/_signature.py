@@ -72,6 +72,34 @@ def _field_type(annotation: Any, default: Any, description: str | None) -> Any:
     return annotation if default is inspect.Parameter.empty else NotRequired[annotation]
 
 
+def _type_hints(fn: Callable[..., Any], qualname: str) -> dict[str, Any]:
+    try:
+        return get_type_hints(fn, include_extras=True)
+    except (NameError, TypeError, AttributeError):
+        pass
+    # Resolve one annotation at a time so the error names every parameter whose type cannot be found.
+    hints: dict[str, Any] = {}
+    problems: list[str] = []
+    globalns = getattr(fn, "__globals__", {})
+    for name, annotation in getattr(fn, "__annotations__", {}).items():
+        probe = _probe()
+        probe.__annotations__ = {name: annotation}
+        try:
+            hints[name] = get_type_hints(probe, globalns=globalns, include_extras=True)[name]
+        except (NameError, TypeError, AttributeError) as exc:
+            problems.append(f"parameter {name!r}: unsupported type {annotation!r} ({exc})")
+    if problems:
+        raise DefinitionError(f"tool function {qualname}: " + "; ".join(problems))
+    return hints
+
+
+def _probe() -> Callable[[], None]:
+    def probe() -> None:
+        return None
+
+    return probe
+
+
 def _unsupported(name: str, annotation: Any) -> str | None:
     try:
         TypeAdapter(annotation)
@@ -85,9 +113,9 @@ def analyse_function(fn: Callable[..., Any], doc: ParsedDocstring, qualname: str
     """Build the input schema and validator for `fn`, gathering every problem into one `DefinitionError`."""
     try:
         signature = inspect.signature(fn)
-        hints = get_type_hints(fn, include_extras=True)
-    except (TypeError, ValueError, NameError) as exc:
+    except (TypeError, ValueError) as exc:
         raise DefinitionError(f"tool function {qualname}: cannot read its signature ({exc})") from exc
+    hints = _type_hints(fn, qualname)
     problems: list[str] = []
     fields: dict[str, Any] = {}
     context_param: str | None = None

@@ -154,6 +154,7 @@ class Tool:
         if not isinstance(name, str) or not _NAME.match(name):
             raise DefinitionError(
                 f"tool name {name!r} is not allowed: use 1-128 characters from letters, digits, '_', '-', '.', ':'"
+                " (pass name=... to @tool or Tool.from_*)"
             )
         timeout = options.get("timeout")
         if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
