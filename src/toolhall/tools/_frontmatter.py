@@ -102,6 +102,8 @@ def parse(doc: Document, where: str = "the file") -> CommentedMap:
         data = _yaml().load(doc.yaml)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if mark is not None and exc.context_mark is not None and mark.line >= doc.yaml.count("\n"):
+            mark = exc.context_mark  # "unexpected end": the line that opened the construct says more
         line = (mark.line + 2) if mark is not None else 2  # +1 for the '---' line, +1 for 1-based
         raise _malformed(where, line, str(exc.problem or exc.context or "invalid YAML")) from None
     except YAMLError as exc:
