@@ -1,0 +1,365 @@
+"""The only module that starts processes: spawn, stream bounded output, and kill the whole tree.
+
+`run()` is the one-shot API (the shell tool); `spawn()` returns a `Process` handle for long-lived children
+(worker sessions) with `read_chunks()`, `wait()` and `kill_tree()`. Everything is event-loop driven on
+Linux primitives: a pidfd tells when the leader exits and non-blocking pipes carry output, so 200 commands
+in flight cost no threads.
+
+Tree kill does not trust process groups (a `setsid` grandchild leaves them): it walks `/proc` for every
+descendant of the leader, SIGKILLs them (leader last, so a subreaper launcher keeps collecting orphans
+until the end), repeats until nothing is left, and waits on pidfds until each is really gone. Orphans
+that were reparented away from the tree are only caught when a PID namespace or subreaper sits on top,
+which is what the isolation backends provide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+__all__ = ["Completed", "HeadTail", "Process", "descendants", "run", "run_sync", "spawn"]
+
+_F_SETPIPE_SZ = 1031
+_CHUNK = 1 << 20
+
+
+class HeadTail:
+    """Keep the first and last `cap // 2` bytes of a stream and count everything in between."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.total = 0
+        self._head = bytearray()
+        self._tail = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        """Add a chunk; memory stays bounded by `cap` whatever the stream's length."""
+        self.total += len(data)
+        room = self.cap // 2 - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            keep = self.cap - self.cap // 2
+            if len(self._tail) > keep:
+                del self._tail[: len(self._tail) - keep]
+
+    @property
+    def truncated(self) -> bool:
+        """Whether bytes were dropped from the middle."""
+        return self.total > len(self._head) + len(self._tail)
+
+    def render(self) -> str:
+        """The kept text, decoded leniently, with the omitted middle marked."""
+        head = bytes(self._head).decode("utf-8", errors="replace")
+        tail = bytes(self._tail).decode("utf-8", errors="replace")
+        if not self.truncated:
+            return head + tail
+        omitted = self.total - len(self._head) - len(self._tail)
+        return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Completed:
+    """What a finished (or killed) command left behind."""
+
+    exit_code: int | None
+    """Shell convention: 128+N when a signal N ended it; None when we killed it (timeout, limit, cancel)."""
+    signal: str | None
+    """The name of the signal that ended the command, when one did."""
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+    truncated: bool
+    """True when either stream lost its middle to the cap, or reading stopped at `max_read_bytes`."""
+    timed_out: bool
+    killed_by: str | None
+    """`"timeout"`, `"output_limit"` or None."""
+    duration_ms: float
+    kill_ms: float | None
+    """From the kill decision to the whole tree being gone, when we had to kill."""
+
+
+def descendants(root: int) -> list[int]:
+    """Every live (non-zombie) descendant of `root`, found by walking `/proc` (parents before children)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in (b"Z", b"X"):
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out: list[int] = []
+    todo = [root]
+    while todo:
+        kids = children.get(todo.pop(0), [])
+        out += kids
+        todo += kids
+    return out
+
+
+@dataclass(kw_only=True, eq=False)
+class Process:
+    """A spawned child in its own session, with non-blocking pipes and a pidfd."""
+
+    popen: subprocess.Popen[bytes]
+    pidfd: int
+    stdout: int
+    stderr: int
+    stdin: int | None
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def pid(self) -> int:
+        """The leader's process id."""
+        return self.popen.pid
+
+    async def exited(self) -> None:
+        """Wait for the leader to exit, without reaping it (its pid and group stay reserved)."""
+        await anyio.wait_readable(self.pidfd)
+
+    async def wait(self) -> int:
+        """Wait for the leader to exit and reap it; returns `Popen.returncode` (negative for a signal)."""
+        await self.exited()
+        return self.popen.wait()
+
+    async def read_chunks(self, fd: int) -> AsyncIterator[bytes]:
+        """Yield chunks from `fd` (self.stdout or self.stderr) until end of file."""
+        while True:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            if not chunk:
+                return
+            yield chunk
+
+    async def kill_tree(self, *, deadline: float = 5.0) -> float:
+        """SIGKILL the leader and every descendant (setsid ones too); wait until all are gone.
+
+        Returns:
+            Milliseconds from the first signal to the last process being gone.
+        """
+        start = time.perf_counter()
+        pidfds: list[int] = []
+        try:
+            for _ in range(200):  # rounds: a process may fork between our scan and our kill
+                left = descendants(self.pid)
+                if not left:
+                    break
+                pidfds += _signal_all(left)
+            pidfds += _signal_all([self.pid])
+            with contextlib.suppress(OSError):  # same-group orphans already reparented away from us
+                os.killpg(self.pid, signal.SIGKILL)
+            with anyio.move_on_after(deadline):
+                for fd in pidfds:
+                    await anyio.wait_readable(fd)
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+        return (time.perf_counter() - start) * 1000
+
+    def close(self) -> None:
+        """Reap the leader if it is gone and close every descriptor we hold (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for fd in (self.pidfd, self.stdout, self.stderr, self.stdin):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        with contextlib.suppress(OSError):
+            if self.popen.poll() is None:  # still running: never leave it behind
+                self.popen.kill()
+                self.popen.wait(5)
+
+
+def _signal_all(pids: Sequence[int]) -> list[int]:
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    return fds
+
+
+def _pipe(size: int) -> tuple[int, int]:
+    r, w = os.pipe2(os.O_CLOEXEC)
+    with contextlib.suppress(OSError):  # a bigger pipe means fewer wake-ups for chatty commands
+        fcntl.fcntl(r, _F_SETPIPE_SZ, size)
+    return r, w
+
+
+def spawn(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
+          stdin: bool = False, pass_fds: Sequence[int] = ()) -> Process:
+    """Start `argv` (no shell) in a new session with piped output.
+
+    Args:
+        argv: The program and its arguments; the program is looked up on `env["PATH"]`.
+        cwd: Working directory for the child.
+        env: The complete environment (nothing is inherited when given).
+        stdin: Give the child a pipe to write to (`Process.stdin`); otherwise it reads /dev/null.
+        pass_fds: Extra descriptors the child inherits.
+
+    Raises:
+        OSError: The program cannot be started (not found, not executable, argument list too long).
+    """
+    out_r, out_w = _pipe(_CHUNK)
+    err_r, err_w = _pipe(_CHUNK)
+    in_r, in_w = os.pipe2(os.O_CLOEXEC) if stdin else (None, None)
+    try:
+        popen = subprocess.Popen(
+            list(argv), stdin=in_r if in_r is not None else subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+            cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True,
+            pass_fds=tuple(pass_fds), close_fds=True,
+        )
+    except BaseException:
+        for fd in (out_r, err_r, in_w):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, in_r):
+            if fd is not None:
+                os.close(fd)
+    for fd in (out_r, err_r, in_w):
+        if fd is not None:
+            os.set_blocking(fd, False)
+    return Process(popen=popen, pidfd=os.pidfd_open(popen.pid), stdout=out_r, stderr=err_r, stdin=in_w)
+
+
+@dataclass(kw_only=True)
+class _Collector:
+    proc: Process
+    out: HeadTail
+    err: HeadTail
+    max_read_bytes: int
+    limit_hit: bool = False
+    scope: anyio.CancelScope | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    open_streams: int = 2
+
+    async def pump(self, fd: int, buf: HeadTail) -> None:
+        async for chunk in self.proc.read_chunks(fd):
+            buf.feed(chunk)
+            if self.out.total + self.err.total >= self.max_read_bytes and not self.limit_hit:
+                self.limit_hit = True
+                if self.scope is not None:
+                    self.scope.cancel()
+        self.open_streams -= 1
+        if self.open_streams == 0:
+            self.done.set()
+
+    async def feed(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        view = memoryview(data)
+        try:
+            while view:
+                try:
+                    view = view[os.write(self.proc.stdin, view[:65536]):]
+                except BlockingIOError:
+                    await anyio.wait_writable(self.proc.stdin)
+        except BrokenPipeError:
+            pass  # the command stopped reading: that is its business
+        finally:
+            os.close(self.proc.stdin)
+            self.proc.stdin = None
+
+
+async def _drain(col: _Collector, grace: float) -> None:
+    """Read what is still buffered in the pipes, for at most `grace` seconds (escaped writers may linger)."""
+    col.open_streams = 2
+    with anyio.move_on_after(grace):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(col.pump, col.proc.stdout, col.out)
+            tg.start_soon(col.pump, col.proc.stderr, col.err)
+
+
+async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
+              stdin: bytes | None = None, timeout: float | None = None, max_output_bytes: int = 65536,
+              max_read_bytes: int = 64 << 20, pass_fds: Sequence[int] = (), drain_grace: float = 0.5) -> Completed:
+    """Run a command to completion with bounded output and a deadline; never leaves a process behind.
+
+    When the leader exits, whatever it left running in the background is killed too. On timeout,
+    output limit or cancellation, the whole tree is killed and the output so far is kept.
+
+    Args:
+        argv: Program and arguments (no shell).
+        cwd: Working directory.
+        env: Complete environment.
+        stdin: Bytes to feed on standard input; None gives /dev/null (a reader never hangs).
+        timeout: Seconds before the tree is killed; None for no deadline.
+        max_output_bytes: Bytes kept per stream (head and tail halves; the middle is marked).
+        max_read_bytes: Total bytes read from both streams before the command is killed.
+        pass_fds: Extra descriptors for the child.
+        drain_grace: Seconds to keep reading the pipes after the tree is gone.
+
+    Raises:
+        OSError: The command could not be started.
+    """
+    start = time.perf_counter()
+    proc = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None, pass_fds=pass_fds)
+    col = _Collector(proc=proc, out=HeadTail(max_output_bytes), err=HeadTail(max_output_bytes),
+                     max_read_bytes=max_read_bytes)
+    returncode: int | None = None
+    kill_ms: float | None = None
+    try:
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout if timeout else float("inf")) as scope:
+            col.scope = scope
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(col.pump, proc.stdout, col.out)
+                tg.start_soon(col.pump, proc.stderr, col.err)
+                if stdin is not None:
+                    tg.start_soon(col.feed, stdin)
+                await proc.exited()
+                await proc.kill_tree()  # background children of a finished command do not outlive it
+                returncode = proc.popen.wait()
+                with anyio.move_on_after(drain_grace):
+                    await col.done.wait()
+                tg.cancel_scope.cancel()
+        if returncode is None:
+            kill_ms = await proc.kill_tree()
+            await _drain(col, drain_grace)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.popen.poll() is None:
+                await proc.kill_tree()
+            proc.close()
+    killed_by = "output_limit" if col.limit_hit else "timeout" if returncode is None else None
+    return _completed(col, returncode, killed_by, start, kill_ms)
+
+
+def _completed(col: _Collector, rc: int | None, killed_by: str | None, start: float,
+               kill_ms: float | None) -> Completed:
+    sig = None
+    if rc is not None and rc < 0:
+        sig, rc = -rc, 128 - rc
+    return Completed(
+        exit_code=rc, signal=signal.Signals(sig).name if sig else None,
+        stdout=col.out.render(), stderr=col.err.render(), stdout_bytes=col.out.total,
+        stderr_bytes=col.err.total, truncated=col.out.truncated or col.err.truncated or col.limit_hit,
+        timed_out=killed_by == "timeout", killed_by=killed_by,
+        duration_ms=(time.perf_counter() - start) * 1000, kill_ms=kill_ms,
+    )
+
+
+def run_sync(argv: Sequence[str], **kwargs: object) -> Completed:
+    """`run()` from synchronous code (not from inside a running event loop); same arguments."""
+    return anyio.run(lambda: run(argv, **kwargs))  # type: ignore[arg-type]
