@@ -1,0 +1,186 @@
+"""Serve a `Toolbox` or a `Session` over MCP (stdio or streamable HTTP), with toolhall's own schemas.
+
+Built on the SDK's low-level server so names, schemas and results go out exactly as toolhall makes them.
+Protocol errors (an unknown method) are JSON-RPC errors; tool failures are `isError` results.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .._context import ToolContext
+from .._result import ToolCall, ToolResult
+from ._convert import result_to_mcp, tool_to_mcp
+
+__all__ = ["ServeTarget", "build_server", "current_request", "http_app", "serve_http", "serve_stdio"]
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+_request: contextvars.ContextVar[Any] = contextvars.ContextVar("toolhall_mcp_request", default=None)
+
+
+def current_request() -> Any:
+    """The MCP request being served on this task (for approvers that ask the client), or None."""
+    return _request.get()
+
+
+class ServeTarget(Protocol):
+    """What can be served: a `Toolbox` or a `Session`."""
+
+    def schemas(self, format: str = ..., *, strict: bool = ...) -> list[dict[str, Any]]: ...  # noqa: A002, D102
+
+    async def call(  # noqa: D102
+        self, name_or_call: str | ToolCall, arguments: Any = ..., *, context: ToolContext | None = ...
+    ) -> ToolResult: ...
+
+
+def build_server(target: ServeTarget, *, name: str = "toolhall", instructions: str | None = None) -> Server[Any]:
+    """A low-level MCP server whose tools are `target`'s (names already mapped to what MCP accepts)."""
+    from .. import __version__
+
+    listing: dict[str, Any] = {}
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        entries = target.schemas("mcp")
+        listing.clear()
+        listing.update({entry["name"]: entry for entry in entries})
+        return types.ListToolsResult(tools=[tool_to_mcp(entry) for entry in entries])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        token = _request.set(ctx)
+        try:
+
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                await ctx.session.report_progress(value, total, message)
+
+            context = ToolContext(progress=progress, extra={"transport": "mcp"})
+            result = await target.call(ToolCall(params.name, params.arguments or {}), context=context)
+        finally:
+            _request.reset(token)
+        entry = listing.get(params.name)
+        structured = entry is None or "outputSchema" in entry or not isinstance(result.data, str)
+        return result_to_mcp(result, structured=structured)
+
+    return Server(
+        name,
+        version=__version__,
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(target: ServeTarget, *, name: str = "toolhall") -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(target, name=name)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def new_token() -> str:
+    """A fresh bearer token for the HTTP transport."""
+    return secrets.token_urlsafe(24)
+
+
+class BearerTokenMiddleware:
+    """Require `Authorization: Bearer <token>` (or the console's cookie) on every HTTP request."""
+
+    def __init__(self, app: ASGIApp, token: str, *, open_paths: Sequence[str] = ()) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.open_paths = tuple(open_paths)
+
+    def _presented(self, scope: Scope) -> bytes | None:
+        for key, value in scope.get("headers", []):
+            if key == b"authorization" and value[:7].lower() == b"bearer ":
+                return bytes(value[7:].strip())
+            if key == b"cookie":
+                for part in value.split(b";"):
+                    name, _, cookie = part.strip().partition(b"=")
+                    if name == b"toolhall_token":
+                        return bytes(cookie)
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "") in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        presented = self._presented(scope)
+        if presented is None or not hmac.compare_digest(presented, self.token):
+            response = JSONResponse(
+                {"error": "unauthorized", "message": "a valid bearer token is required"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="toolhall"'},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _security(host: str, port: int | None) -> TransportSecuritySettings:
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    if host not in LOOPBACK and host not in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        hosts += [host, f"{host}:*"]
+        origins += [f"http://{host}:*", f"https://{host}:*"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def http_app(
+    target: ServeTarget,
+    *,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    routes: Sequence[BaseRoute] = (),
+    name: str = "toolhall",
+) -> Starlette:
+    """The streamable-HTTP app at `/mcp`, behind the bearer token and Host/Origin checks.
+
+    `routes` adds pages on the same app (the console), behind the same token.
+    """
+    if not token:
+        raise ValueError("the HTTP transport needs a non-empty token")
+    server = build_server(target, name=name)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=_security(host, port),
+        host=host,
+        custom_starlette_routes=list(routes),  # type: ignore[arg-type]
+    )
+    app.add_middleware(BearerTokenMiddleware, token=token)
+    return app
+
+
+async def serve_http(
+    target: ServeTarget,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str,
+    routes: Sequence[BaseRoute] = (),
+    on_ready: Callable[[], Awaitable[None] | None] | None = None,
+) -> None:
+    """Serve over streamable HTTP until cancelled. Refuses a non-loopback address without a token."""
+    import uvicorn
+
+    if host not in LOOPBACK and not token:
+        raise ValueError(f"refusing to bind {host} (not loopback) without a token")
+    app = http_app(target, token=token, host=host, port=port, routes=routes)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    await server.serve()
