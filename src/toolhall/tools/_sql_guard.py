@@ -162,7 +162,7 @@ def analyse(sql: str, dialect: Dialect, pyformat: bool = False) -> Analysis:
         first = _first_word(sql)
         stmt = Statement(
             text=sql.strip(), kind=first, kinds=(first,), returns_rows=None,
-            read_only_problem=f"the SQL could not be parsed, so it cannot be verified as read-only: {error}",
+            read_only_problem=f"the SQL could not be parsed, so it cannot be verified as a read: {_short(error)}",
         )
         return Analysis(statements=(stmt,))
     problem = _executable_comment(tokens) if dialect == "mysql" else None
@@ -215,7 +215,7 @@ def _statement(text: str, parse_text: str, dialect: Dialect) -> Statement:
         first = _first_word(text)
         return Statement(
             text=text, kind=first, kinds=(first,), returns_rows=None,
-            read_only_problem=f"the statement could not be parsed, so it cannot be verified as read-only: "
+            read_only_problem=f"the statement could not be parsed, so it cannot be verified as a read: "
             f"{_short(error)}",
         )
     if isinstance(tree, exp.Command):
@@ -265,13 +265,13 @@ def _read_only_problem(tree: exp.Expr, kind: str, kinds: tuple[str, ...], dialec
     for nested in kinds[1:]:
         if nested in WRITE_KINDS:
             what = "SELECT ... INTO" if nested == "into" else nested.upper()
-            return f"a {kind} statement containing {what} writes; read-only mode allows reads only"
+            return f"this {kind} statement contains {what}, which writes"
     return _denied_function(tree)
 
 
 def _kind_refused(kind: str) -> str:
     allowed = ", ".join(sorted(READ_KINDS))
-    return f"statement kind '{kind}' is not allowed in read-only mode (allowed: {allowed})"
+    return f"'{kind}' statements are not reads (read-only mode allows: {allowed})"
 
 
 def _denied_function(tree: exp.Expr) -> str | None:
@@ -279,8 +279,8 @@ def _denied_function(tree: exp.Expr) -> str | None:
         name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
         if name in _DENIED_FUNCTIONS or name.startswith(_DENIED_PREFIXES):
             return (
-                f"function {name}() is not allowed in read-only mode: it reaches outside the transaction "
-                "(server files, large objects, other connections, locks or server settings)"
+                f"function {name}() reaches outside the transaction (server files, large objects, other "
+                "connections, locks or server settings)"
             )
     return None
 
@@ -303,7 +303,7 @@ def _command(text: str, tree: exp.Command, dialect: Dialect) -> Statement:
         )
     problem = inner.read_only_problem
     if problem is not None:
-        problem = f"EXPLAIN of a statement read-only mode refuses: {problem}"
+        problem = f"EXPLAIN of a statement that is not a read: {problem}"
     return Statement(
         text=text, kind=kind, kinds=(kind, *(k for k in inner.kinds if k != kind)), returns_rows=True,
         read_only_problem=problem,

@@ -1,0 +1,256 @@
+"""SQLite backend: a read-only connection plus an authorizer in read-only mode; a time budget per call."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from .._errors import ToolCallError
+from ._sql_base import Column, DatabaseURL, Interrupt, Mode, Outcome, Pool, RunRequest, database_error
+from ._sql_guard import Dialect, Statement
+from ._sql_values import row_to_json
+
+__all__ = ["SqliteBackend"]
+
+# Functions that touch files or load code; denied in every mode (the tool is bound to one database file).
+_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+# Pragmas read-only mode may run. Those marked as taking an argument read with it (a table or index name);
+# the others only without one, since `PRAGMA user_version = 3` is the same pragma used to write.
+_READ_PRAGMAS_WITH_ARG = frozenset(
+    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+     "integrity_check", "quick_check", "foreign_key_check", "table_list"}
+)
+_READ_PRAGMAS = _READ_PRAGMAS_WITH_ARG | {
+    "user_version", "application_id", "schema_version", "data_version", "encoding", "page_size", "page_count",
+    "freelist_count", "foreign_keys", "collation_list", "function_list", "module_list", "pragma_list",
+    "compile_options", "database_list", "journal_mode", "auto_vacuum", "cache_size", "recursive_triggers",
+}
+_DENIED_ALWAYS = frozenset({"writable_schema", "trusted_schema"})
+_PROGRESS_STEPS = 1000  # VM instructions between time-budget checks: microseconds apart
+
+
+class SqliteBackend:
+    """SQLite through the standard library's `sqlite3`."""
+
+    dialect: Dialect = "sqlite"
+    pyformat = False
+
+    def __init__(self, url: DatabaseURL, mode: Mode) -> None:
+        self._read_only = mode == "read_only"
+        self._path = url.database
+        if self._path is None:
+            # A private shared-cache memory database, alive while the anchor connection is open.
+            self._uri = f"file:toolhall-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            self._uri = f"file:{quote(self._path)}?mode={'ro' if self._read_only else 'rwc'}"
+        self._anchor = self._connect() if self._path is None else None
+        self._pool: Pool[sqlite3.Connection] = Pool(self._connect, sqlite3.Connection.close)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
+        if self._read_only:
+            conn.execute("PRAGMA query_only = 1")  # a second lock, for memory databases that cannot be mode=ro
+        conn.set_authorizer(self._authorize)
+        return conn
+
+    def _authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, src: str | None) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            return sqlite3.SQLITE_DENY  # ATTACH and VACUUM INTO write files outside the configured database
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name in _DENIED_ALWAYS:
+                return sqlite3.SQLITE_DENY
+            if self._read_only and not _read_pragma(name, arg2):
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
+        """Run the statements in one transaction (rolled back in read-only mode and on error)."""
+        conn = self._checkout()
+        deadline = time.monotonic() + request.timeout
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+        interrupt.arm(conn.interrupt)
+        own_transaction = not _outside_transaction(request.statements)
+        outcomes: list[Outcome] = []
+        try:
+            if own_transaction:
+                conn.execute("BEGIN")
+            for statement in request.statements:
+                outcomes.append(self._one(conn, statement, request))  # noqa: PERF401 - len() names a failure
+            if own_transaction and conn.in_transaction:
+                conn.execute("ROLLBACK" if request.read_only else "COMMIT")
+            return outcomes
+        except sqlite3.Error as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _error(error, len(outcomes), interrupt, deadline) from None
+        finally:
+            interrupt.disarm()
+            conn.set_progress_handler(None, 0)
+            self._pool.put(conn, healthy=not conn.in_transaction)
+
+    def _checkout(self) -> sqlite3.Connection:
+        try:
+            return self._pool.get()
+        except sqlite3.Error as error:
+            raise database_error(
+                f"cannot open the SQLite database {self._path!r}: {error}", sqlite_code=_code_name(error)
+            ) from None
+
+    def _one(self, conn: sqlite3.Connection, statement: Statement, request: RunRequest) -> Outcome:
+        cursor = conn.execute(statement.text, request.params if request.params is not None else ())
+        try:
+            if cursor.description is None:
+                affected = cursor.rowcount if cursor.rowcount >= 0 else None
+                return Outcome(kind=statement.kind, rows_affected=affected)
+            rows = cursor.fetchmany(request.max_rows + 1)
+            truncated = len(rows) > request.max_rows
+            total = len(rows)
+            if truncated and statement.writes:
+                total += sum(1 for _ in cursor)  # finish the write; discard rows past the cap
+            kept = [row_to_json(r) for r in rows[: request.max_rows]]
+            names = [d[0] for d in cursor.description]
+            return Outcome(
+                kind=statement.kind, columns=_columns(names, rows), rows=kept, truncated=truncated,
+                rows_affected=total if statement.writes else None,
+            )
+        finally:
+            cursor.close()
+
+    def schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
+        """Tables, columns, keys and indexes (one table in detail when named)."""
+        conn = self._checkout()
+        interrupt.arm(conn.interrupt)
+        try:
+            conn.execute("BEGIN")
+            try:
+                return _schema(conn, table)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise _error(error, None, interrupt, time.monotonic() + timeout) from None
+        finally:
+            interrupt.disarm()
+            self._pool.put(conn, healthy=not conn.in_transaction)
+
+    def diagnose(self) -> list[str]:
+        """Warnings about the configured database file."""
+        notes: list[str] = []
+        if self._path is None:
+            notes.append("sql: the SQLite database is in memory; it is empty at start and lost at exit")
+        else:
+            try:
+                self._pool.put(self._pool.get())
+            except sqlite3.Error as error:
+                notes.append(f"sql: cannot open the SQLite database {self._path!r}: {error}")
+        return notes
+
+    def close(self) -> None:
+        """Close pooled connections (and the in-memory database's anchor)."""
+        self._pool.close()
+        if self._anchor is not None:
+            self._anchor.close()
+
+
+def _read_pragma(name: str, argument: str | None) -> bool:
+    return name in _READ_PRAGMAS and (argument is None or name in _READ_PRAGMAS_WITH_ARG)
+
+
+def _outside_transaction(statements: Sequence[Statement]) -> bool:
+    # VACUUM cannot run inside a transaction; a lone one runs on its own.
+    return len(statements) == 1 and statements[0].kind == "vacuum"
+
+
+_STORAGE = {int: "integer", float: "real", str: "text", bytes: "blob"}
+
+
+def _columns(names: list[str], rows: list[Any]) -> list[Column]:
+    # SQLite has no column types in a result, only per-value storage classes: report the first value's.
+    types: list[str | None] = [None] * len(names)
+    for row in rows:
+        for i, value in enumerate(row):
+            if types[i] is None and value is not None:
+                types[i] = _STORAGE.get(type(value), type(value).__name__)
+        if all(types):
+            break
+    return [Column(name=n, type=t) for n, t in zip(names, types, strict=True)]
+
+
+def _code_name(error: sqlite3.Error) -> str | None:
+    return getattr(error, "sqlite_errorname", None)
+
+
+def _error(error: sqlite3.Error, index: int | None, interrupt: Interrupt, deadline: float) -> ToolCallError:
+    name = _code_name(error) or ""
+    if name == "SQLITE_INTERRUPT":
+        if interrupt.reason == "cancelled":
+            return database_error("the statement was cancelled", code="cancelled", statement=index, sqlite_code=name)
+        if interrupt.fired or time.monotonic() >= deadline:
+            return database_error("the statement ran past its time limit and was stopped",
+                                  code="timeout", statement=index, sqlite_code=name)
+    denied = name.startswith(("SQLITE_READONLY", "SQLITE_AUTH")) or "not authorized" in str(error)
+    return database_error(str(error), code="denied" if denied else "execution_error", statement=index,
+                          sqlite_code=name or None)
+
+
+def _schema(conn: sqlite3.Connection, table: str | None) -> dict[str, Any]:
+    listing = conn.execute(
+        "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' "
+        "ESCAPE '\\' ORDER BY name"
+    ).fetchall()
+    kinds = {name: kind for name, kind in listing}
+    if table is None:
+        return {"tables": [{"name": n, "type": k, "columns": _public(_table_columns(conn, n))} for n, k in listing]}
+    if table not in kinds:
+        raise ToolCallError(
+            f"no table or view named {table!r}", code="not_found",
+            details={"reason": "no_such_table", "tables": sorted(kinds)[:50]},
+        )
+    columns = _table_columns(conn, table)
+    primary = [c["name"] for c in sorted((c for c in columns if c["_pk"]), key=lambda c: c["_pk"])]
+    keys = conn.execute("SELECT id, seq, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+                        (table,)).fetchall()
+    return {
+        "name": table, "type": kinds[table], "columns": _public(columns),
+        "primary_key": primary, "foreign_keys": _foreign_keys(keys), "indexes": _indexes(conn, table),
+    }
+
+
+def _table_columns(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_xinfo(?) '
+        "WHERE hidden IN (0, 2, 3) ORDER BY cid",
+        (table,),
+    ).fetchall()
+    return [
+        {"name": n, "type": t or None, "nullable": not nn, "default": d, "primary_key": bool(pk), "_pk": pk}
+        for n, t, nn, d, pk in rows
+    ]
+
+
+def _public(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in c.items() if k != "_pk"} for c in columns]
+
+
+def _foreign_keys(rows: list[Any]) -> list[dict[str, Any]]:
+    grouped: dict[int, dict[str, Any]] = {}
+    for key_id, _seq, target, source, to in rows:
+        entry = grouped.setdefault(key_id, {"columns": [], "references": {"table": target, "columns": []}})
+        entry["columns"].append(source)
+        entry["references"]["columns"].append(to)
+    return list(grouped.values())
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    found = conn.execute("SELECT name, \"unique\", origin FROM pragma_index_list(?) ORDER BY name", (table,)).fetchall()
+    out = []
+    for name, unique, origin in found:
+        cols = [r[0] for r in conn.execute("SELECT name FROM pragma_index_info(?) ORDER BY seqno", (name,))]
+        out.append({"name": name, "columns": cols, "unique": bool(unique), "primary": origin == "pk"})
+    return out
