@@ -22,6 +22,9 @@ from ._errors import SchemaError as SchemaError
 from ._errors import ToolCallError as ToolCallError
 from ._errors import ToolhallError as ToolhallError
 from ._errors import WorkspaceError as WorkspaceError
+from ._manifest import WorkerSpec as WorkerSpec
+from ._resolve import ResolvedToolSet as ResolvedToolSet
+from ._resolve import resolve_toolset as resolve_toolset
 from ._result import Audio as Audio
 from ._result import Image as Image
 from ._result import Resource as Resource
@@ -55,6 +58,7 @@ __all__ = [
     "PolicyError",
     "Resource",
     "ResolveError",
+    "ResolvedToolSet",
     "SchemaError",
     "Text",
     "Tool",
@@ -67,8 +71,10 @@ __all__ = [
     "ToolResult",
     "Toolbox",
     "ToolhallError",
+    "WorkerSpec",
     "Workspace",
     "WorkspaceError",
+    "resolve_toolset",
     "tool",
 ]
 
