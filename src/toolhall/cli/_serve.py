@@ -1,0 +1,83 @@
+"""`toolhall serve`: the MCP server over stdio or streamable HTTP (what `make run` starts)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import anyio
+import typer
+
+from ._app import load_app, open_toolbox
+from ._options import ConfigOption, RoleOption, WorkspaceOption
+from ._render import fail
+
+__all__ = ["register"]
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port to bind (default 8765).")] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", help="Bearer token clients must send (default: $TOOLHALL_TOKEN, or new).")
+    ] = None,
+    role: RoleOption = None,
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Serve the standard toolbox for this folder over MCP; every call goes through a logged session.
+
+    Example: toolhall serve --http --port 8765
+    """
+    from .._session import Session
+    from ..mcp._approval import ElicitingApprover
+    from ..mcp.server import new_token, serve_http, serve_stdio
+
+    app = load_app(config, workspace)
+    cfg = app.config.serve
+    bind = host or cfg.host
+    bind_port = cfg.port if port is None else port
+    secret = token or os.environ.get("TOOLHALL_TOKEN") or cfg.token
+    if http and bind not in _LOOPBACK and not secret:
+        raise fail(f"refusing to bind {bind} (not loopback) without a token", code=2, hint="pass --token")
+    secret = secret or new_token()
+
+    async def run() -> None:
+        async with open_toolbox(app) as toolbox:
+            session = Session(
+                toolbox,
+                workspace=app.workspace,
+                policy=app.policy(),
+                approver=ElicitingApprover(),
+                log=app.log_store(),
+                role=role or cfg.role or app.config.role,
+                max_output_chars=app.config.limits.max_output_chars,
+            )
+            try:
+                if not http:
+                    await serve_stdio(session)
+                    return
+                url = f"http://{bind if ':' not in bind else f'[{bind}]'}:{bind_port}/mcp"
+                print(f"toolhall serving {len(session.schemas('mcp'))} tools for {app.workspace.root}", file=sys.stderr)
+                print(f"  MCP endpoint: {url}", file=sys.stderr)
+                print(f"  token:        {secret}", file=sys.stderr)
+                print(
+                    f"  add it:       claude mcp add --transport http toolhall {url} "
+                    f'--header "Authorization: Bearer {secret}"',
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await serve_http(session, host=bind, port=bind_port, token=secret)
+            finally:
+                await session.aclose()
+
+    anyio.run(run)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve`."""
+    app.command("serve")(serve)
