@@ -98,8 +98,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         if refused:
             # One bad answer refuses the host: a mixed answer set is how rebinding attacks start.
             shown = ", ".join(str(a) for a in addresses)
+            spelled = host if literal is not None and shown == host else f"{host!r} ({shown})"
             raise _refuse(
-                f"refused {host!r} (resolves to {shown}): {refused[0]}",
+                f"refused {spelled}: {refused[0]}",
                 reason="blocked_address",
                 host=host,
                 addresses=[str(a) for a in addresses],
