@@ -445,7 +445,8 @@ def _launcher(spec: Mapping[str, Any]) -> None:
         _libc().prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: setsid orphans come back to us, not to init
         status = _supervise(spec, reap_all=True)
     if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL/SIGSTOP cannot be reset (nor caught)
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
 
