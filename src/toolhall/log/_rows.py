@@ -1,0 +1,159 @@
+"""Mapping between `CallRecord` / `PendingApproval` and table rows, with redaction and the output cap."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .._redact import Redactor
+from ._record import CallRecord, PendingApproval
+
+__all__ = [
+    "APPROVAL_COLUMNS",
+    "CALL_COLUMNS",
+    "RowCodec",
+    "cap_text",
+    "to_json",
+]
+
+CALL_COLUMNS = (
+    "id", "parent_id", "session_id", "worker", "role", "tool", "tool_version", "status", "input", "subjects",
+    "output", "data", "error_code", "error_message", "error_details", "approval", "started_at", "ended_at",
+    "duration_ms", "truncated", "output_chars",
+)  # fmt: skip
+
+APPROVAL_COLUMNS = (
+    "call_id", "session_id", "tool", "arguments", "subjects", "annotations", "reason", "requested_at",
+    "decision", "scope", "answer_reason", "answered_by", "answered_at",
+)  # fmt: skip
+
+Timestamp = Callable[[datetime | None], Any]
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def to_json(value: Any) -> str | None:
+    """JSON text for a column; values JSON cannot express are written as their `str()`."""
+    if value is None:
+        return None
+    return _ENCODER.encode(value)
+
+
+def _from_json(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def cap_text(text: str, cap: int) -> tuple[str, bool]:
+    """Cut text to at most `cap` UTF-8 bytes (on a character boundary); returns it and whether it was cut."""
+    if len(text) * 4 <= cap:
+        return text, False
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= cap:
+        return text, False
+    return raw[:cap].decode("utf-8", "ignore"), True
+
+
+class RowCodec:
+    """Turns records into row tuples (redacting and capping) and rows back into records.
+
+    Args:
+        redactor: what to redact before writing.
+        max_output_bytes: the cap on stored output (and on stored data, as JSON).
+        ts_in: converts an aware datetime to the column value.
+        ts_out: converts a column value back to an aware datetime.
+    """
+
+    def __init__(self, redactor: Redactor, max_output_bytes: int, ts_in: Timestamp, ts_out: Timestamp) -> None:
+        self.redactor = redactor
+        self.cap = max_output_bytes
+        self.ts_in = ts_in
+        self.ts_out = ts_out
+        # A call's input is written twice (start, end); keep its redacted form between the two writes.
+        self._inflight: dict[str, tuple[int, str | None]] = {}
+
+    def call_row(self, record: CallRecord) -> tuple[Any, ...]:
+        """The row for a record: redacted input, output and data; output capped."""
+        redact = self.redactor
+        input_json = self._input_json(record)
+        output, truncated = record.output, record.truncated
+        if output is not None:
+            output, cut = cap_text(redact.text(output), self.cap)
+            truncated = truncated or cut
+        data_json = None
+        if record.data is not None:
+            data_json = to_json(redact.value(record.data))
+            if data_json is not None and len(data_json) > self.cap // 4:
+                capped, cut = cap_text(data_json, self.cap)
+                if cut:  # cut JSON would not parse: keep a marker instead
+                    data_json = to_json({"truncated": True, "bytes": len(data_json.encode("utf-8", "replace"))})
+                    truncated = True
+        details = redact.value(record.error_details) if record.error_details else None
+        message = redact.text(record.error_message) if record.error_message else record.error_message
+        return (
+            record.id, record.parent_id, record.session_id, record.worker, record.role, record.tool,
+            record.tool_version, record.status, input_json, to_json(list(record.subjects)) if record.subjects else None,
+            output, data_json, record.error_code, message, to_json(details), record.approval,
+            self.ts_in(record.started_at), self.ts_in(record.ended_at), record.duration_ms, bool(truncated),
+            record.output_chars,
+        )  # fmt: skip
+
+    def _input_json(self, record: CallRecord) -> str | None:
+        cached = self._inflight.get(record.id)
+        if cached is not None and cached[0] == id(record.input):
+            text = cached[1]
+        else:
+            text = to_json(self.redactor.value(record.input))
+        if record.status in ("pending", "running"):
+            if len(self._inflight) > 100_000:  # calls that never finished (a crash): forget them
+                self._inflight.clear()
+            self._inflight[record.id] = (id(record.input), text)
+        else:
+            self._inflight.pop(record.id, None)
+        return text
+
+    def call_from_row(self, row: Sequence[Any]) -> CallRecord:
+        """A record from a row in `CALL_COLUMNS` order."""
+        r = dict(zip(CALL_COLUMNS, row, strict=True))
+        subjects = _from_json(r["subjects"]) or []
+        return CallRecord(
+            id=r["id"], parent_id=r["parent_id"], session_id=r["session_id"], worker=r["worker"],
+            role=r["role"], tool=r["tool"], tool_version=r["tool_version"], status=r["status"],
+            input=_from_json(r["input"]), subjects=tuple(str(s) for s in subjects), output=r["output"],
+            data=_from_json(r["data"]), error_code=r["error_code"], error_message=r["error_message"],
+            error_details=_from_json(r["error_details"]), approval=r["approval"],
+            started_at=self.ts_out(r["started_at"]), ended_at=self.ts_out(r["ended_at"]),
+            duration_ms=r["duration_ms"], truncated=bool(r["truncated"]), output_chars=r["output_chars"],
+        )  # fmt: skip
+
+    def approval_row(self, request: PendingApproval) -> tuple[Any, ...]:
+        """The row for a new approval request (arguments redacted)."""
+        return (
+            request.call_id, request.session_id, request.tool, to_json(self.redactor.value(request.arguments)),
+            to_json(list(request.subjects)), to_json(request.annotations), request.reason,
+            self.ts_in(request.requested_at), request.decision, request.scope, request.answer_reason,
+            request.answered_by, self.ts_in(request.answered_at),
+        )  # fmt: skip
+
+    def approval_from_row(self, row: Sequence[Any]) -> PendingApproval:
+        """An approval from a row in `APPROVAL_COLUMNS` order."""
+        r = dict(zip(APPROVAL_COLUMNS, row, strict=True))
+        return PendingApproval(
+            call_id=r["call_id"], session_id=r["session_id"], tool=r["tool"], arguments=_from_json(r["arguments"]),
+            subjects=tuple(_from_json(r["subjects"]) or ()), annotations=_from_json(r["annotations"]) or {},
+            reason=r["reason"], requested_at=self.ts_out(r["requested_at"]), decision=r["decision"],
+            scope=r["scope"], answer_reason=r["answer_reason"], answered_by=r["answered_by"],
+            answered_at=self.ts_out(r["answered_at"]),
+        )  # fmt: skip
+
+
+def utc_now() -> datetime:
+    """The current time, aware, in UTC."""
+    return datetime.now(UTC)
