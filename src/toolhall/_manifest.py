@@ -57,6 +57,7 @@ class WorkerSpec(BaseModel):
     """Runtime-specific settings toolhall does not interpret (model, prompt, ...)."""
 
     def __init__(self, name: str | None = None, /, **data: Any) -> None:
+        where = data.pop("_where", None)
         if name is not None:
             if "name" in data:
                 raise ManifestError("WorkerSpec got the name twice: positionally and as name=")
@@ -64,7 +65,7 @@ class WorkerSpec(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise ManifestError(_describe(exc, f"for worker {data.get('name', '?')!r}")) from None
+            raise ManifestError(_describe(exc, where or f"for worker {data.get('name', '?')!r}")) from None
 
     @field_validator("domain_toolboxes", "builtin_tools", mode="before")
     @classmethod
@@ -96,13 +97,11 @@ class WorkerSpec(BaseModel):
         if not isinstance(data, Mapping):
             raise ManifestError(f"invalid worker manifest {where}: the top level must be a mapping of keys, "
                                 f"found {type(data).__name__}")
-        fields = dict(data)
+        fields = {str(k): v for k, v in data.items()}
         if "name" not in fields and default_name is not None:
             fields["name"] = default_name
-        try:
-            return cls.model_validate(fields)
-        except ValidationError as exc:
-            raise ManifestError(_describe(exc, where)) from None
+        fields.pop("_where", None)
+        return cls(**fields, _where=where)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> WorkerSpec:
