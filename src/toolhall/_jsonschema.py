@@ -53,6 +53,8 @@ DIALECT_TYPES: dict[str, str | None] = {
     "nonetype": "null",
     "any": None,
     "": None,
+    "datetime": "string",  # API-Bank; the value is ISO text on the wire
+    "date": "string",
     # Java / JavaScript (BFCL simple_java, simple_javascript).
     "double": "number",
     "long": "integer",
