@@ -84,7 +84,7 @@ def toolbox(
     isolation: Isolation = "auto",
     allow_unconfined: bool = False,
     network: bool = False,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     max_timeout: float = 1800.0,
     max_output_bytes: int = 32_000,
     max_read_bytes: int = 64 << 20,
@@ -99,7 +99,7 @@ def toolbox(
         isolation: `"auto"` (strongest available), or force `"bwrap"`, `"landlock"` or `"none"`.
         allow_unconfined: Run commands even when no confinement is available (`isolation="none"` needs it).
         network: Let commands use the network (otherwise they get none, not even loopback).
-        timeout: Default seconds per command when the call gives none.
+        timeout: Default seconds per command when the call gives none (120, or max_timeout if lower).
         max_timeout: The largest `timeout` a call may ask for.
         max_output_bytes: Bytes kept per stream (half head, half tail; the middle is marked).
         max_read_bytes: Total output after which the command is killed (`yes` cannot run forever).
@@ -111,6 +111,8 @@ def toolbox(
         ConfigError: A bad option, or a forced backend this machine cannot provide.
     """
     ws = Workspace.coerce(workspace)
+    if timeout is None:
+        timeout = min(120.0, max_timeout) if isinstance(max_timeout, int | float) else 120.0
     _check_numbers(timeout=timeout, max_timeout=max_timeout, max_output_bytes=max_output_bytes,
                    max_read_bytes=max_read_bytes)
     if timeout > max_timeout:
