@@ -6,6 +6,7 @@ Protocol errors (an unknown method) are JSON-RPC errors; tool failures are `isEr
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hmac
 import secrets
@@ -183,4 +184,11 @@ async def serve_http(
     app = http_app(target, token=token, host=host, port=port, routes=routes)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    await server.serve()
+    # Cancelling the caller asks uvicorn to shut down cleanly (lifespan included) instead of tearing it apart.
+    running = asyncio.ensure_future(server.serve())
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        server.should_exit = True
+        await running
+        raise
