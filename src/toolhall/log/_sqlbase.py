@@ -66,11 +66,13 @@ class SqlLogBase:
         redact: bool = True,
         redact_fields: Iterable[str] = (),
         redact_patterns: Iterable[str] = (),
+        redactor: Redactor | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
         if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int) or max_output_bytes < 0:
             raise ValueError(f"max_output_bytes must be a non-negative integer; got {max_output_bytes!r}")
-        redactor = Redactor(redact_fields, redact_patterns, defaults=redact)
+        if redactor is None:
+            redactor = Redactor(redact_fields, redact_patterns, defaults=redact)
         self._codec = RowCodec(redactor, max_output_bytes, self._ts_in, self._ts_out)
         self._answer_waiters: dict[str, list[ThreadWaker]] = {}
         self._open_calls: set[str] = set()  # calls with a row but no final status yet, in this process

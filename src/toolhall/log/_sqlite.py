@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
+from .._redact import Redactor
 from ._migrations import MIGRATIONS, MIGRATIONS_TABLE, Dialect
 from ._record import CallRecord
 from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, UPSERT_CALL, SqlLogBase, wrap_error
@@ -53,6 +54,7 @@ class SqliteLog(SqlLogBase):
         redact_fields: extra argument names whose values are always redacted.
         redact_patterns: extra regular expressions redacted in every string (a `secret` group limits
             what is replaced).
+        redactor: a ready `Redactor` (instead of the three options above).
         max_output_bytes: the cap on each stored output (default 10 MB); longer outputs are cut and the
             row marked truncated.
     """
@@ -66,6 +68,7 @@ class SqliteLog(SqlLogBase):
         redact: bool = True,
         redact_fields: Iterable[str] = (),
         redact_patterns: Iterable[str] = (),
+        redactor: Redactor | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
         if not isinstance(path, str | Path):

@@ -1,0 +1,163 @@
+"""`PostgresLog`: the same store in PostgreSQL, over psycopg 3 with a connection pool.
+
+psycopg is imported when a `PostgresLog` is created (it is the optional `toolhall[postgres]` extra).
+The group-commit writer thread keeps one connection of its own and sends each batch with `executemany`
+(pipelined by psycopg) in one transaction; queries, state and approvals borrow from the pool.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Self
+
+from .._redact import Redactor
+from ._migrations import MIGRATIONS, MIGRATIONS_TABLE, Dialect
+from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, SqlLogBase, wrap_error
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["PostgresLog"]
+
+_MIGRATION_LOCK = 0x746F6F6C68616C6C  # "toolhall": serialises migrations across processes
+
+
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class PostgresLog(SqlLogBase):
+    """A call log, approval queue and session state in PostgreSQL (tables created on first use).
+
+    Example:
+        ```python
+        log = PostgresLog("postgresql://toolhall@db.internal/agents")
+        session = Session(toolbox, log=log)
+        ```
+
+    Args:
+        dsn: a libpq connection string or URL.
+        redact: whether the default secret fields and patterns are redacted.
+        redact_fields: extra argument names whose values are always redacted.
+        redact_patterns: extra regular expressions redacted in every string.
+        redactor: a ready `Redactor` (instead of the three options above).
+        max_output_bytes: the cap on each stored output (default 10 MB).
+        pool_size: the most pooled connections for queries, state and approvals.
+    """
+
+    _dialect: Dialect = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        redact: bool = True,
+        redact_fields: Iterable[str] = (),
+        redact_patterns: Iterable[str] = (),
+        redactor: Redactor | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        pool_size: int = 4,
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn:
+            raise ValueError(f"PostgresLog needs a DSN (a non-empty string); got {dsn!r}")
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as exc:  # pragma: no cover - the test extra installs it
+            raise ImportError("PostgresLog needs psycopg: pip install 'toolhall[postgres]'") from exc
+        self.dsn = dsn
+        self._psycopg = psycopg
+        self._writer_conn: psycopg.Connection[Any] | None = None
+        self._writer_lock = threading.Lock()
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                _migrate(conn)
+            self._pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+                dsn, min_size=1, max_size=max(1, pool_size), kwargs={"autocommit": True}, open=True
+            )
+        except psycopg.Error as exc:
+            raise wrap_error(exc, f"connecting to {_safe(dsn)}") from exc
+        super().__init__(
+            redact=redact,
+            redact_fields=redact_fields,
+            redact_patterns=redact_patterns,
+            redactor=redactor,
+            max_output_bytes=max_output_bytes,
+        )
+
+    def __repr__(self) -> str:
+        return f"PostgresLog({_safe(self.dsn)!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def _ts_in(self, value: datetime | None) -> Any:
+        return value
+
+    def _ts_out(self, value: Any) -> Any:
+        return value
+
+    def _run_batch(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        psycopg = self._psycopg
+        with self._writer_lock:
+            if self._writer_conn is None or self._writer_conn.closed:
+                self._writer_conn = psycopg.connect(self.dsn)
+                # The row must survive *our* process crashing, which it does once the server has it;
+                # waiting for the server's fsync as well would cost milliseconds per commit.
+                self._writer_conn.execute("SET synchronous_commit = off")
+                self._writer_conn.commit()
+            conn = self._writer_conn
+            try:
+                with conn.cursor() as cur:
+                    cur.executemany(_pg(sql), rows)
+                conn.commit()
+            except psycopg.Error:
+                try:
+                    conn.rollback()
+                except psycopg.Error:  # a dead connection: the next batch reconnects
+                    conn.close()
+                raise
+
+    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            with self._pool.connection() as conn:
+                return list(conn.execute(_pg(sql), tuple(params)).fetchall())
+        except self._psycopg.Error as exc:
+            raise wrap_error(exc, "reading") from exc
+
+    def _change(self, sql: str, params: Sequence[Any] = ()) -> int:
+        try:
+            with self._pool.connection() as conn:
+                count: int = conn.execute(_pg(sql), tuple(params)).rowcount
+                return count
+        except self._psycopg.Error as exc:
+            raise wrap_error(exc, "writing") from exc
+
+    def _close_connections(self) -> None:
+        with self._writer_lock:
+            if self._writer_conn is not None:
+                self._writer_conn.close()
+        self._pool.close()
+
+
+def _safe(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    return Redactor().text(dsn)
+
+
+def _migrate(conn: psycopg.Connection[Any]) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(MIGRATIONS_TABLE)
+        applied = {row[0] for row in conn.execute("SELECT name FROM toolhall_migrations").fetchall()}
+        for migration in MIGRATIONS:
+            if migration.name in applied:
+                continue
+            for statement in migration.statements("postgres"):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO toolhall_migrations (name, applied_at) VALUES (%s, now()::text)", (migration.name,)
+            )
