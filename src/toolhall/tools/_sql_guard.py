@@ -37,6 +37,9 @@ WRITE_KINDS = frozenset(
     {"insert", "update", "delete", "merge", "create", "drop", "alter", "truncate", "into", "replace", "copy"}
 )
 
+# Kinds whose row count means "rows changed".
+DML_KINDS = frozenset({"insert", "update", "delete", "merge", "replace", "into", "copy"})
+
 _KIND_OF: dict[type[exp.Expr], str] = {
     exp.Insert: "insert",
     exp.Update: "update",
@@ -124,6 +127,11 @@ class Statement:
     """Whether it produces a result set; None when the guard cannot tell."""
     read_only_problem: str | None
     """Why read-only mode must refuse it, or None when it is a plain read."""
+
+    @property
+    def changes_rows(self) -> bool:
+        """Whether it inserts, updates or deletes rows (so rows affected means something)."""
+        return any(k in DML_KINDS for k in self.kinds)
 
     @property
     def writes(self) -> bool:

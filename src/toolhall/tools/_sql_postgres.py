@@ -224,7 +224,7 @@ def _status(result: pq.abc.PGresult | None) -> str | None:
 
 
 def _affected(result: pq.abc.PGresult | None, statement: Statement, seen: int, has_rows: bool) -> int | None:
-    if not statement.writes:
+    if not statement.changes_rows:
         return None
     if has_rows:
         return seen  # a write with RETURNING returns one row per row it changed

@@ -118,7 +118,7 @@ class SqliteBackend:
             names = [d[0] for d in cursor.description]
             return Outcome(
                 kind=statement.kind, columns=_columns(names, rows), rows=kept, truncated=truncated,
-                rows_affected=total if statement.writes else None,
+                rows_affected=total if statement.changes_rows else None,
             )
         finally:
             cursor.close()
