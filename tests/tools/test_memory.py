@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolhall import ConfigError, ToolContext, Toolbox
+from toolhall import ConfigError, Toolbox, ToolContext
 from toolhall.tools import memory
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolhall import ToolContext, Toolbox
+from toolhall import Toolbox, ToolContext
 from toolhall.tools import memory
 
 

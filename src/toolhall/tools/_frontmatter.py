@@ -105,7 +105,11 @@ def parse(doc: Document, where: str = "the file") -> CommentedMap:
         if mark is not None and exc.context_mark is not None and mark.line >= doc.yaml.count("\n"):
             mark = exc.context_mark  # "unexpected end": the line that opened the construct says more
         line = (mark.line + 2) if mark is not None else 2  # +1 for the '---' line, +1 for 1-based
-        raise _malformed(where, line, str(exc.problem or exc.context or "invalid YAML")) from None
+        problem = str(exc.problem or exc.context or "invalid YAML")
+        opened = exc.context_mark.line + 2 if exc.context_mark is not None else line
+        if opened != line:
+            problem += f" ({exc.context or 'in a construct'}, from line {opened})"
+        raise _malformed(where, line, problem) from None
     except YAMLError as exc:
         raise _malformed(where, 2, str(exc).splitlines()[0] if str(exc) else "invalid YAML") from None
     if data is None:
