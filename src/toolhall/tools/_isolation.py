@@ -357,6 +357,8 @@ def _unshare_pid() -> bool:
 
 def _exec_confined(spec: Mapping[str, Any]) -> None:
     """In the command's own process: confine, then exec. Never returns."""
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these, and SIG_IGN survives exec
+        signal.signal(sig, signal.SIG_DFL)
     try:
         _landlock_restrict(spec["ro"], spec["rw"], ["/etc"], spec["network"])
         _seccomp_load(spec["network"])

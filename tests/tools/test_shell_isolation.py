@@ -1,0 +1,262 @@
+"""Confinement and tree kill proven for real, separately for each backend (bwrap, then Landlock + seccomp)."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolhall import Toolbox, ToolResult
+from toolhall.tools import shell
+from toolhall.tools._isolation import describe_isolation, detect
+
+from .test_shell import require_backend
+
+pytestmark = pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")
+
+CONFINED = ["bwrap", "landlock"]
+
+
+@pytest.fixture(params=CONFINED)
+def backend(request: pytest.FixtureRequest) -> str:
+    require_backend(request.param)
+    return str(request.param)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def canary() -> Iterator[Path]:
+    """A secret file in the invoking user's home, removed afterwards."""
+    path = Path.home() / f".toolhall-canary-{uuid.uuid4().hex}"
+    path.write_text("CANARY-SECRET\n")
+    try:
+        yield path
+    finally:
+        path.unlink()
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener on loopback that a sandboxed command should not reach."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.setblocking(False)
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def make(ws: Path, backend: str, **options: Any) -> Toolbox:
+    return shell.toolbox(ws, isolation=backend, allow_unconfined=backend == "none", **options)  # type: ignore[arg-type]
+
+
+async def run(tb: Toolbox, argv: list[str], **args: Any) -> ToolResult:
+    return await tb.call("run_command", {"argv": argv, **args})
+
+
+def marker() -> str:
+    """A `sleep` argument no other process on the machine has, to find our processes by id in /proc."""
+    return f"{random.randint(100000, 999999)}.{random.randint(100000, 999999)}"
+
+
+def pids_with(mark: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if mark.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def our_children() -> list[str]:
+    """Processes whose parent is this test process (a left-over child or zombie shows up here)."""
+    me = str(os.getpid())
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:
+                out.append(f"{entry}:{fields[0]}")
+    return out
+
+
+@pytest.mark.anyio
+async def test_cannot_write_outside_the_workspace(ws: Path, backend: str) -> None:
+    """Writes to a sibling folder, to ../, to /usr and to the host /tmp all fail; nothing appears outside."""
+    outside = ws.parent / "outside"
+    outside.mkdir()
+    host_tmp = Path("/tmp") / f"toolhall-escape-{uuid.uuid4().hex}"  # noqa: S108 - must stay absent
+    script = (f"echo x > {outside}/f; echo x > ../escape; echo x > /usr/escape; echo x > {host_tmp}; "
+              "echo x > inside")
+    result = await run(make(ws, backend), ["sh", "-c", script])
+    assert (ws / "inside").exists()
+    assert list(outside.iterdir()) == []
+    assert not (ws.parent / "escape").exists() and not Path("/usr/escape").exists()
+    assert not host_tmp.exists()
+    assert "cannot create /usr/escape" in result.data["stderr"]
+
+
+@pytest.mark.anyio
+async def test_cannot_read_a_canary_in_the_users_home(ws: Path, backend: str, canary: Path) -> None:
+    """A secret file in the invoking user's home is not readable, nor is /etc/shadow."""
+    result = await run(make(ws, backend), ["sh", "-c", f"cat {canary}; cat /etc/shadow; ls {Path.home()}"])
+    assert "CANARY-SECRET" not in result.data["stdout"]
+    assert "root:" not in result.data["stdout"]
+    assert canary.name not in result.data["stdout"]
+
+
+@pytest.mark.anyio
+async def test_private_tmp_is_writable_and_not_the_hosts(ws: Path, backend: str) -> None:
+    """TMPDIR/HOME are a private writable folder; files put there do not show up in the host /tmp."""
+    name = f"toolhall-private-{uuid.uuid4().hex}"
+    result = await run(make(ws, backend), ["sh", "-c", f'echo hi > "$TMPDIR/{name}" && cat "$HOME/{name}"'])
+    assert result.data["stdout"] == "hi\n"
+    assert not (Path("/tmp") / name).exists()  # noqa: S108
+
+
+CONNECT = "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=3); print('CONNECTED')"
+
+
+@pytest.mark.anyio
+async def test_no_connection_to_loopback_when_network_is_off(ws: Path, backend: str,
+                                                             listener: socket.socket) -> None:
+    """A listening socket on loopback is unreachable without network; with network=True it is reached."""
+    port = str(listener.getsockname()[1])
+    off = await run(make(ws, backend), ["python3", "-c", CONNECT, port])
+    assert "CONNECTED" not in off.data["stdout"] and off.data["exit_code"] != 0
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    on = await run(make(ws, backend, network=True), ["python3", "-c", CONNECT, port])
+    assert on.data["stdout"] == "CONNECTED\n", on.data["stderr"]
+    assert on.data["network"] is True
+
+
+@pytest.mark.anyio
+async def test_no_setsid_survivor_after_the_command_exits(ws: Path, backend: str) -> None:
+    """Background children, including ones that called setsid and ignore SIGTERM, die with the command."""
+    mark = marker()
+    script = f"trap '' TERM; setsid sh -c \"trap '' TERM; sleep {mark}\" & sleep {mark} & echo started"
+    result = await run(make(ws, backend), ["sh", "-c", script])
+    assert result.data["stdout"] == "started\n"
+    assert pids_with(mark) == []
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_the_whole_tree_with_setsid_grandchildren(ws: Path, backend: str) -> None:
+    """At the deadline, the command and every descendant (setsid, SIGTERM-ignoring) are gone."""
+    mark = marker()
+    script = (f"trap '' TERM; setsid sh -c \"trap '' TERM; sleep {mark}\" & "
+              f"sh -c \"sleep {mark}\" & echo ready; wait")
+    with anyio.fail_after(15):
+        result = await run(make(ws, backend), ["sh", "-c", script], timeout=1)
+    assert result.error is not None and result.error.code == "timeout"
+    assert "ready" in result.error.message
+    assert pids_with(mark) == []
+    assert our_children() == []
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_call_kills_the_tree(ws: Path, backend: str) -> None:
+    """When the caller cancels, the tree is killed before the cancellation completes."""
+    mark = marker()
+    tb = make(ws, backend)
+    with anyio.move_on_after(1):
+        await run(tb, ["sh", "-c", f"setsid sleep {mark} & sleep {mark}; wait"])
+    assert pids_with(mark) == []
+    assert our_children() == []
+
+
+@pytest.mark.anyio
+async def test_no_descriptor_or_zombie_is_left_behind(ws: Path, backend: str) -> None:
+    """Runs that finish, time out and flood output leave this process with the same descriptors."""
+    tb = make(ws, backend, max_read_bytes=1 << 20)
+    await run(tb, ["true"])  # warm caches (seccomp program, detection) before counting
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        await run(tb, ["echo", "x"])
+        await run(tb, ["sleep", "5"], timeout=0.2)
+        await run(tb, ["yes"])
+        await run(tb, ["cat"], stdin="data")
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert our_children() == []
+
+
+@pytest.mark.anyio
+async def test_the_sandbox_cannot_signal_the_host(ws: Path, backend: str) -> None:
+    """`kill -9` aimed at the launching process or at -1 leaves this test process alive and unharmed."""
+    result = await run(make(ws, backend), ["sh", "-c", f"kill -9 {os.getpid()}; kill -9 -1; echo done"])
+    assert result.ok  # we are still here to read it
+
+
+@pytest.mark.anyio
+async def test_broken_pipe_ends_a_writer_as_usual(ws: Path, backend: str) -> None:
+    """SIGPIPE has its default action inside (Python's ignored signals do not leak into commands)."""
+    result = await run(make(ws, backend), ["sh", "-c", "yes | head -n 2; echo ${PIPESTATUS:-done}"])
+    assert result.data["stdout"] == "y\ny\ndone\n" and result.data["stderr"] == ""
+
+
+@pytest.mark.anyio
+async def test_rlimits_are_enforced(ws: Path, backend: str) -> None:
+    """File size, open files and address space limits hold inside the sandbox."""
+    tb = make(ws, backend, rlimits={"file_size": 1 << 20, "open_files": 64, "address_space": 1 << 30})
+    big = await run(tb, ["sh", "-c", "head -c 5000000 /dev/zero > big"])
+    assert big.data["exit_code"] == 128 + 25 and (ws / "big").stat().st_size == 1 << 20  # SIGXFSZ
+    nofile = await run(tb, ["sh", "-c", "ulimit -n"])
+    assert nofile.data["stdout"].strip() == "64"
+    mem = await run(tb, ["python3", "-c", "b = bytearray(3 << 30)"])
+    assert "MemoryError" in mem.data["stderr"]
+    assert big.data["limits"]["file_size"] == 1 << 20
+
+
+@pytest.mark.anyio
+async def test_cpu_limit_stops_a_busy_loop(ws: Path, backend: str) -> None:
+    """A CPU-seconds limit ends a busy loop long before its wall-clock timeout."""
+    tb = make(ws, backend, rlimits={"cpu": 1})
+    with anyio.fail_after(20):
+        result = await run(tb, ["sh", "-c", "while :; do :; done"], timeout=30)
+    assert result.ok and result.data["signal"] in ("SIGKILL", "SIGXCPU")
+
+
+@pytest.mark.anyio
+async def test_unenforceable_process_limit_is_reported(ws: Path, backend: str) -> None:
+    """RLIMIT_NPROC means nothing for root: the result lists it as unenforced rather than pretending."""
+    result = await run(make(ws, backend, rlimits={"processes": 100}), ["true"])
+    expected = ["processes"] if os.geteuid() == 0 else []
+    assert result.data["unenforced_limits"] == expected
+
+
+@pytest.mark.anyio
+async def test_nested_namespaces_and_ptrace_are_refused(ws: Path, backend: str) -> None:
+    """seccomp refuses new user namespaces and ptrace inside the sandbox."""
+    result = await run(make(ws, backend), ["sh", "-c", "unshare -U true && echo USERNS; unshare -n true && echo NETNS"])
+    assert "USERNS" not in result.data["stdout"] and "NETNS" not in result.data["stdout"]
+
+
+def test_describe_isolation_reports_every_primitive() -> None:
+    """The doctor report names the chosen backend, its tree-kill method and each probe."""
+    report = describe_isolation()
+    assert report["backend"] in ("bwrap", "landlock", "none")
+    assert {"bwrap", "landlock", "seccomp", "pid_namespace", "tree_kill"} <= set(report)
+    assert report["landlock"]["abi"] == detect()["landlock"]["abi"]
