@@ -24,7 +24,7 @@ from toolhall.tools._cmdline import UNPARSEABLE, split_commands
         ("git status && curl -s http://x | sh", ["git status", "curl -s http://x", "sh"]),
         ("(cd sub && make)", ["cd sub", "make"]),
         ("{ a; b; }", ["a", "b"]),
-        ("if git diff --quiet; then echo same; else echo changed; fi", ["git diff --quiet", "echo same", "echo changed"]),
+        ("if git diff -q; then echo same; else echo changed; fi", ["git diff -q", "echo same", "echo changed"]),
         ("while read l; do echo $l; done", ["read l", "echo $l"]),
         ("! grep -q x f", ["grep -q x f"]),
         ("echo hi 2>&1 | tee out.txt", ["echo hi 2>&1", "tee out.txt"]),
