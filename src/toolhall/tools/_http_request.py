@@ -12,7 +12,7 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,20 @@ class _Hop:
     content_type: str | None
 
 
+async def _close_at_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Park until the event loop shuts down, then close the client's pooled connections.
+
+    asyncio's `shutdown_asyncgens` (run by `asyncio.run`, `asyncio.Runner` and anyio) finalises every live
+    async generator inside the loop, so this is the loop's own "closing" hook: without it, connections
+    kept alive for the next call would be left open on a closed loop.
+    """
+    try:
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
+
+
 class HttpEngine:
     """Configuration and shared state behind one toolbox's `http_request`.
 
@@ -122,15 +136,15 @@ class HttpEngine:
         self.transport_options = transport_options
         self.jars = CookieJars()
         # A pooled connection belongs to one event loop; `call_sync` may run each call on a new one.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
 
-    def client(self) -> httpx.AsyncClient:
-        """This event loop's client (created on first use)."""
+    async def client(self) -> httpx.AsyncClient:
+        """This event loop's client, created on first use and closed when the loop shuts down."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        entry = self._clients.get(loop)
+        if entry is None:
             client = httpx.AsyncClient(
                 transport=GuardedTransport(self.guard, **self.transport_options),
                 trust_env=False,  # environment proxies would resolve names themselves, past the guard
@@ -138,8 +152,10 @@ class HttpEngine:
                 timeout=httpx.Timeout(self.timeout),
                 headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"},
             )
-            self._clients[loop] = client
-        return client
+            keeper = _close_at_loop_shutdown(client)
+            await anext(keeper)
+            entry = self._clients[loop] = (client, keeper)
+        return entry[0]
 
     def secret_headers(self, url: httpx.URL) -> list[tuple[str, str]]:
         """The configured headers for this URL's host (https only, unless the key said `http://`)."""
@@ -230,7 +246,7 @@ class HttpEngine:
     async def _send(
         self, hop: _Hop, headers: dict[str, str], cookies: httpx.Cookies, state: _Exchange
     ) -> httpx.Response:
-        client = self.client()
+        client = await self.client()
         request = client.build_request(hop.method, hop.url, headers=headers, content=hop.content)
         if hop.content_type and "content-type" not in request.headers:
             request.headers["Content-Type"] = hop.content_type
