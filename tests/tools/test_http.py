@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolhall import ConfigError, ToolContext, ToolResult, Toolbox
+from toolhall import ConfigError, Toolbox, ToolContext, ToolResult
 from toolhall.tools import http
 
 from ._http_support import Server, running
@@ -269,7 +269,9 @@ async def test_system_resolver_reaches_an_allowed_local_name(server: Server) -> 
         ({"method": "TRACE"}, "method"),
     ],
 )
-async def test_bad_arguments_are_invalid_input(tb: Toolbox, server: Server, args: dict[str, Any], fragment: str) -> None:
+async def test_bad_arguments_are_invalid_input(
+    tb: Toolbox, server: Server, args: dict[str, Any], fragment: str
+) -> None:
     """Each bad argument is refused before sending, naming what is wrong."""
     before = len(server.hits.requests)
     result = await fetch(tb, server.url("/echo"), **args)
