@@ -58,8 +58,10 @@ class SqliteBackend:
         return conn
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, src: str | None) -> int:
-        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-            return sqlite3.SQLITE_DENY  # ATTACH and VACUUM INTO write files outside the configured database
+        if action == sqlite3.SQLITE_ATTACH and arg1:
+            # ATTACH and VACUUM INTO open files beside the configured database; a plain VACUUM attaches ''
+            # (a temporary database), which stays allowed.
+            return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_PRAGMA:

@@ -1,0 +1,253 @@
+"""The SQL tools against SQLite (always runs): modes, the authorizer, limits, values, schema, errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolhall import Toolbox, ToolCall
+from toolhall._errors import ConfigError
+from toolhall.tools import sql
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            """
+            CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+            CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id),
+                                 total NUMERIC, placed TEXT DEFAULT CURRENT_TIMESTAMP, receipt BLOB);
+            CREATE INDEX orders_customer ON orders(customer_id);
+            INSERT INTO customers VALUES (1, 'ada'), (2, 'bob');
+            INSERT INTO orders (customer_id, total, receipt) VALUES (1, 9.5, x'00ff'), (2, 20, NULL);
+            """
+        )
+    conn.close()
+    return path
+
+
+def url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def query(tb: Toolbox, sql_text: str, **args: Any) -> Any:
+    return tb.call_sync("sql_query", {"sql": sql_text, **args})
+
+
+def test_select_returns_columns_rows_and_kind(db: Path) -> None:
+    """A read gives column names and types, JSON-safe rows and the statement kind."""
+    result = query(sql.toolbox(url=url(db)), "SELECT id, total, receipt FROM orders ORDER BY id")
+    assert result.ok, result.error
+    data = result.data
+    assert data["kind"] == "select"
+    assert [c["name"] for c in data["columns"]] == ["id", "total", "receipt"]
+    assert data["columns"][0]["type"] == "integer"
+    assert data["rows"] == [[1, 9.5, {"base64": "AP8="}], [2, 20, None]]
+    assert data["row_count"] == 2 and data["truncated"] is False and data["rows_affected"] is None
+
+
+def test_params_positional_and_named(db: Path) -> None:
+    """`?` takes a list and `:name` an object."""
+    tb = sql.toolbox(url=url(db))
+    assert query(tb, "SELECT name FROM customers WHERE id = ?", params=[2]).data["rows"] == [["bob"]]
+    assert query(tb, "SELECT name FROM customers WHERE id = :id", params={"id": 1}).data["rows"] == [["ada"]]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM orders",
+        "WITH gone AS (DELETE FROM orders RETURNING *) SELECT * FROM gone",
+        "INSERT INTO customers VALUES (3, 'eve')",
+        "UPDATE customers SET name = 'x'",
+        "DROP TABLE orders",
+        "CREATE TABLE evil (a)",
+        "ATTACH DATABASE 'other.db' AS o",
+        "VACUUM INTO 'copy.db'",
+        "PRAGMA writable_schema = 1",
+        "SELECT load_extension('evil')",
+        "REPLACE INTO customers VALUES (1, 'x')",
+    ],
+)
+def test_read_only_refuses_writes_and_leaves_data_alone(db: Path, statement: str) -> None:
+    """Every write in read-only mode is denied, and the data is unchanged."""
+    result = query(sql.toolbox(url=url(db)), statement)
+    assert not result.ok and result.error.code == "denied", result.error
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM orders").fetchone() == (2,)
+    conn.close()
+    assert sorted(p.name for p in db.parent.iterdir()) == ["shop.db"]
+
+
+def test_read_only_connection_refuses_a_write_the_guard_never_saw(db: Path) -> None:
+    """The second lock: a read-only connection refuses a write that reaches it."""
+    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
+    from toolhall.tools._sql_guard import analyse
+    from toolhall.tools._sql_sqlite import SqliteBackend
+
+    backend = SqliteBackend(parse_url(url(db)), "read_only")
+    request = RunRequest(statements=analyse("DELETE FROM orders", "sqlite").statements, params=None,
+                         max_rows=10, timeout=5, read_only=True)
+    with pytest.raises(Exception, match="readonly|read-only|not authorized") as caught:
+        backend.run(request, Interrupt())
+    assert getattr(caught.value, "code", None) == "denied"
+    backend.close()
+
+
+def test_authorizer_blocks_attach_and_vacuum_into_in_read_write_mode(db: Path) -> None:
+    """The tool is bound to one file: ATTACH and VACUUM INTO are refused even when writes are allowed."""
+    tb = sql.toolbox(url=url(db), mode="read_write")
+    for statement in (f"ATTACH DATABASE '{db.parent / 'x.db'}' AS o", f"VACUUM INTO '{db.parent / 'y.db'}'"):
+        result = query(tb, statement)
+        assert not result.ok and result.error.code == "denied", result.error
+    assert sorted(p.name for p in db.parent.iterdir()) == ["shop.db"]
+
+
+def test_read_write_runs_ddl_and_dml_in_a_transaction(db: Path) -> None:
+    """DDL and writes work; rows_affected counts changed rows."""
+    tb = sql.toolbox(url=url(db), mode="read_write")
+    assert query(tb, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)").data["kind"] == "create"
+    inserted = query(tb, "INSERT INTO notes (body) VALUES (?), (?)", params=["a", "b"])
+    assert inserted.data["rows_affected"] == 2
+    returning = query(tb, "UPDATE notes SET body = upper(body) RETURNING id, body")
+    assert returning.data["rows"] == [[1, "A"], [2, "B"]] and returning.data["rows_affected"] == 2
+    assert query(tb, "VACUUM").ok
+
+
+def test_batch_is_rolled_back_when_a_statement_fails(db: Path) -> None:
+    """With allow_multiple, a failing statement rolls back the ones before it."""
+    tb = sql.toolbox(url=url(db), mode="read_write", allow_multiple=True)
+    result = query(tb, "DELETE FROM orders; INSERT INTO nowhere VALUES (1)")
+    assert not result.ok and result.error.details["statement"] == 1
+    assert query(tb, "SELECT count(*) FROM orders").data["rows"] == [[2]]
+    ok = query(tb, "INSERT INTO customers VALUES (3, 'eve'); SELECT count(*) FROM customers")
+    assert ok.data["kind"] == "batch" and ok.data["results"][1]["rows"] == [[3]]
+
+
+def test_multiple_statements_are_refused_by_default(db: Path) -> None:
+    """Stacked statements need allow_multiple."""
+    result = query(sql.toolbox(url=url(db), mode="read_write"), "SELECT 1; DELETE FROM orders")
+    assert result.error.code == "denied" and result.error.details["reason"] == "multiple_statements"
+    assert result.error.details["kinds"] == ["select", "delete"]
+
+
+def test_rows_are_capped_without_fetching_the_rest(db: Path) -> None:
+    """An endless recursive CTE returns max_rows rows and says it was cut."""
+    tb = sql.toolbox(url=url(db), max_rows=50)
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"
+    result = query(tb, endless)
+    assert result.data["row_count"] == 50 and result.data["truncated"] is True
+    assert query(tb, endless, max_rows=3).data["rows"] == [[1], [2], [3]]
+    assert query(tb, endless, max_rows=10_000).data["max_rows"] == 50  # capped by the configuration
+
+
+def test_long_query_times_out(db: Path) -> None:
+    """A query past its time limit is interrupted inside SQLite and reported as a timeout."""
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+    result = query(sql.toolbox(url=url(db)), endless, timeout=0.2)
+    assert result.error.code == "timeout" and result.duration_ms < 3000
+
+
+def test_database_errors_come_back_as_results(db: Path) -> None:
+    """Unknown tables and syntax errors are results with the database's message and code."""
+    tb = sql.toolbox(url=url(db), mode="read_write")
+    missing = query(tb, "SELECT * FROM nowhere")
+    assert missing.error.code == "execution_error" and "no such table" in missing.error.message
+    assert missing.error.details["sqlite_code"] == "SQLITE_ERROR"
+    assert query(tb, "SELEC 1").error.code == "execution_error"
+    denied = query(sql.toolbox(url=url(db)), "SELEC 1")
+    assert denied.error.code == "denied" and "could not be parsed" in denied.error.message
+
+
+def test_empty_sql_is_invalid_input(db: Path) -> None:
+    """Only comments: nothing to run."""
+    assert query(sql.toolbox(url=url(db)), "-- nothing").error.code == "invalid_input"
+    assert query(sql.toolbox(url=url(db)), "").error.code == "invalid_input"
+
+
+def test_schema_lists_tables_and_describes_one(db: Path) -> None:
+    """sql_schema shows columns, keys and indexes, and names unknown tables."""
+    tb = sql.toolbox(url=url(db))
+    listing = tb.call_sync("sql_schema", {}).data
+    assert [t["name"] for t in listing["tables"]] == ["customers", "orders"]
+    orders = tb.call_sync("sql_schema", {"table": "orders"}).data
+    assert orders["primary_key"] == ["id"]
+    assert orders["foreign_keys"] == [{"columns": ["customer_id"], "references": {"table": "customers", "columns": ["id"]}}]
+    assert {"name": "orders_customer", "columns": ["customer_id"], "unique": False, "primary": False} in orders["indexes"]
+    missing = tb.call_sync("sql_schema", {"table": "nope"})
+    assert missing.error.code == "not_found" and missing.error.details["tables"] == ["customers", "orders"]
+
+
+def test_subjects_carry_text_and_kinds(db: Path) -> None:
+    """Policy sees the SQL text and `kind:` subjects, nested writes included."""
+    tool = sql.toolbox(url=url(db))["sql_query"]
+    text = "WITH d AS (DELETE FROM orders RETURNING *) SELECT * FROM d"
+    assert tool.subjects({"sql": text}) == [text, "kind:select", "kind:delete"]
+    assert tool.annotations.read_only is True  # type: ignore[attr-defined]
+
+
+def test_memory_database_persists_across_calls() -> None:
+    """`sqlite://` is one private in-memory database shared by the toolbox's calls."""
+    tb = sql.toolbox(url="sqlite://", mode="read_write")
+    query(tb, "CREATE TABLE t (a)")
+    query(tb, "INSERT INTO t VALUES (1)")
+    assert query(tb, "SELECT a FROM t").data["rows"] == [[1]]
+    assert query(sql.toolbox(url="sqlite://", mode="read_write"), "SELECT a FROM t").error is not None
+
+
+def test_missing_file_in_read_only_mode_is_an_error_result(tmp_path: Path) -> None:
+    """Read-only mode never creates the database file."""
+    result = query(sql.toolbox(url=url(tmp_path / "absent.db")), "SELECT 1")
+    assert result.error.code == "execution_error" and "absent.db" in result.error.message
+    assert not (tmp_path / "absent.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"url": "oracle://x"}, "url"),
+        ({"url": "sqlite:relative.db"}, "url"),
+        ({"url": "sqlite:///x.db", "mode": "write"}, "mode"),
+        ({"url": "sqlite:///x.db", "max_rows": 0}, "max_rows"),
+        ({"url": "sqlite:///x.db", "timeout": -1}, "timeout"),
+        ({"url": "mysql://root@127.0.0.1"}, "url"),
+    ],
+)
+def test_bad_configuration_names_the_option(options: dict[str, Any], named: str) -> None:
+    """Building the toolbox with a bad option raises ConfigError naming it."""
+    with pytest.raises(ConfigError, match=f"^{named}:"):
+        sql.toolbox(**options)
+
+
+def test_bad_arguments_are_invalid_input(db: Path) -> None:
+    """max_rows below 1 or a non-positive timeout are refused before running."""
+    tb = sql.toolbox(url=url(db))
+    assert query(tb, "SELECT 1", max_rows=0).error.code == "invalid_input"
+    assert query(tb, "SELECT 1", timeout=0).error.code == "invalid_input"
+    assert query(tb, "SELECT ?", params=[1, 2]).error.code == "execution_error"
+
+
+@pytest.mark.anyio
+async def test_concurrent_calls_each_get_their_own_connection(db: Path) -> None:
+    """call_many runs reads side by side and keeps their results apart."""
+    tb = sql.toolbox(url=url(db))
+    calls = [ToolCall("sql_query", {"sql": "SELECT ?", "params": [i]}) for i in range(20)]
+    results = await tb.call_many(calls, concurrency=8)
+    assert [r.data["rows"] for r in results] == [[[i]] for i in range(20)]
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_caller_interrupts_the_statement(db: Path) -> None:
+    """A caller's cancel scope stops a running query instead of leaving it to finish."""
+    tb = sql.toolbox(url=url(db))
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+    with anyio.move_on_after(0.3):
+        await tb.call("sql_query", {"sql": endless})
+    with anyio.fail_after(5):  # the pool is free again: the interrupted connection came back
+        assert (await tb.call("sql_query", {"sql": "SELECT 1"})).ok
