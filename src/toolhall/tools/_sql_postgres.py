@@ -111,6 +111,9 @@ class PostgresBackend:
             interrupt.arm(partial(pg.cancel_safe, timeout=5.0))
             pg.autocommit = _outside_transaction(request)
             cursor = pg.cursor()
+            if request.read_only and len(request.statements) > 1:
+                # Once a query has run, PostgreSQL refuses SET TRANSACTION READ WRITE in this transaction.
+                cursor.execute("SELECT 1")
             savepoints = len(request.statements) > 1 and not request.read_only
             for statement in request.statements:
                 outcomes.append(_one(pg, cursor, statement, request, savepoints))  # noqa: PERF401 - len() names a failure
