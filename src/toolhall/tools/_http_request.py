@@ -14,6 +14,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
+from http.cookiejar import Cookie, CookieJar, CookiePolicy
 from typing import Any
 
 import anyio
@@ -95,6 +96,26 @@ class _Hop:
     content_type: str | None
 
 
+class _NoCookies(CookiePolicy):
+    """Keeps the httpx client's own jar empty: cookies live in the per-session jars only."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie: Cookie, request: Any) -> bool:  # noqa: D102 - CookiePolicy hook
+        return False
+
+    def return_ok(self, cookie: Cookie, request: Any) -> bool:  # noqa: D102 - CookiePolicy hook
+        return False
+
+    def domain_return_ok(self, domain: str, request: Any) -> bool:  # noqa: D102 - CookiePolicy hook
+        return False
+
+    def path_return_ok(self, path: str, request: Any) -> bool:  # noqa: D102 - CookiePolicy hook
+        return False
+
+
 async def _close_at_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
     """Park until the event loop shuts down, then close the client's pooled connections.
 
@@ -151,6 +172,7 @@ class HttpEngine:
                 follow_redirects=False,
                 timeout=httpx.Timeout(self.timeout),
                 headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"},
+                cookies=CookieJar(policy=_NoCookies()),  # the client's own jar would be shared by all sessions
             )
             keeper = _close_at_loop_shutdown(client)
             await anext(keeper)
@@ -415,7 +437,7 @@ def _redact(value: Any, secrets: set[str]) -> Any:
     if not secrets:
         return value
     if isinstance(value, str):
-        for secret in secrets:
+        for secret in sorted(secrets, key=len, reverse=True):  # "Bearer tok" before "tok"
             value = value.replace(secret, "[secret]")
         return value
     if isinstance(value, list):
