@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import json
 import os
 import resource
-import shutil
 import signal
 import struct
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing costs the launcher milliseconds at start
+    from typing import Any
 
 __all__ = ["describe_isolation", "detect", "bwrap_argv", "landlock_argv", "seccomp_bpf", "SYSTEM_RO"]
 
@@ -63,10 +63,20 @@ class _ArgCmp(ctypes.Structure):
 
 @functools.cache
 def _libseccomp() -> Any:
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
-    try:
-        lib = ctypes.CDLL(name, use_errno=True)
-    except OSError:
+    # The soname first: find_library() spawns ldconfig/gcc, which costs the launcher tens of ms.
+    for name in ("libseccomp.so.2", None):
+        if name is None:
+            import ctypes.util
+
+            name = ctypes.util.find_library("seccomp")
+            if name is None:
+                return None
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+            break
+        except OSError:
+            continue
+    else:
         return None
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
@@ -232,6 +242,8 @@ def _etc_entries() -> list[str]:
 @functools.cache
 def detect() -> dict[str, Any]:
     """Probe what actually works here (by running it, not by reading versions); cached per process."""
+    import shutil  # not at module level: the launcher imports this file and must start fast
+    import subprocess
     bwrap = shutil.which("bwrap")
     bwrap_ok, bwrap_why = False, "bwrap not found (install the bubblewrap package)"
     if bwrap:
@@ -321,7 +333,7 @@ def prlimit_argv(limits: Mapping[str, int]) -> list[str]:
     """`prlimit` as an argv prefix: thread-safe, unlike `preexec_fn`, and the limits survive exec."""
     if not limits:
         return []
-    tool = detect()["prlimit"] or "prlimit"
+    tool = detect()["prlimit"] or "prlimit"  # cached probe result
     return [tool, *(f"{_PRLIMIT_FLAGS[k]}={v}" for k, v in sorted(limits.items())), "--"]
 
 

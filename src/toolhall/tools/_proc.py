@@ -164,8 +164,7 @@ class Process:
                     break
                 pidfds += _signal_all(left)
             pidfds += _signal_all([self.pid])
-            with contextlib.suppress(OSError):  # same-group orphans already reparented away from us
-                os.killpg(self.pid, signal.SIGKILL)
+            self.kill_group()  # same-group orphans already reparented away from the tree
             with anyio.move_on_after(deadline):
                 for fd in pidfds:
                     await anyio.wait_readable(fd)
@@ -173,6 +172,11 @@ class Process:
             for fd in pidfds:
                 os.close(fd)
         return (time.perf_counter() - start) * 1000
+
+    def kill_group(self) -> None:
+        """SIGKILL the leader's process group (call before reaping the leader, so the id is still ours)."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Reap the leader if it is gone and close every descriptor we hold (idempotent)."""
@@ -329,7 +333,11 @@ async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, 
                 if stdin is not None:
                     tg.start_soon(col.feed, stdin)
                 await proc.exited()
-                await proc.kill_tree()  # background children of a finished command do not outlive it
+                # Background children of a finished command do not outlive it. No /proc walk is needed
+                # here: the leader is gone, so its orphans were already handed to a PID namespace init
+                # or subreaper (which kill them as they exit) or to the host's init (out of reach);
+                # what is left in the leader's process group is killed.
+                proc.kill_group()
                 returncode = proc.popen.wait()
                 with anyio.move_on_after(drain_grace):
                     await col.done.wait()

@@ -367,6 +367,7 @@ def _outcome(cfg: _Config, done: _proc.Completed, timeout: float) -> dict[str, A
         "isolation": cfg.backend if cfg.backend != "none" else "none (unconfined)",
         "network": cfg.network, "stdout_bytes": done.stdout_bytes, "stderr_bytes": done.stderr_bytes,
         "limits": dict(cfg.limits), "unenforced_limits": unenforced,
+        "kill_ms": round(done.kill_ms, 1) if done.kill_ms is not None else None,
     }
     if done.killed_by == "timeout":
         raise ToolCallError(
