@@ -32,17 +32,26 @@ from ._result import Text as Text
 from ._result import ToolCall as ToolCall
 from ._result import ToolError as ToolError
 from ._result import ToolResult as ToolResult
+from ._session import Session as Session
 from ._tool import Tool as Tool
 from ._tool import ToolAnnotations as ToolAnnotations
 from ._tool import ToolOptions as ToolOptions
 from ._tool import tool as tool
 from ._toolbox import Toolbox as Toolbox
 from ._workspace import Workspace as Workspace
+from .log import CallRecord as CallRecord
+from .log import LogStore as LogStore
+from .log import PostgresLog as PostgresLog
+from .log import SqliteLog as SqliteLog
+from .policy import Approval as Approval
+from .policy import Policy as Policy
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Approval",
     "Audio",
+    "CallRecord",
     "CancelSignal",
     "ConfigError",
     "DefinitionError",
@@ -50,16 +59,21 @@ __all__ = [
     "ErrorCode",
     "ExportError",
     "Image",
+    "LogStore",
     "LogStoreError",
     "ManifestError",
     "MissingToolboxError",
     "OutsideWorkspaceError",
     "ParseError",
+    "Policy",
     "PolicyError",
+    "PostgresLog",
     "Resource",
     "ResolveError",
     "ResolvedToolSet",
     "SchemaError",
+    "Session",
+    "SqliteLog",
     "Text",
     "Tool",
     "ToolAnnotations",
