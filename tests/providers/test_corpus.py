@@ -10,13 +10,12 @@ from typing import Any, get_type_hints
 import jsonschema
 import pytest
 
+from tests._services import IN_CI
 from toolhall import Tool, Toolbox
 from toolhall.providers import FORMATS, export, exported_names
 from toolhall.providers import anthropic as ant_provider
 from toolhall.providers import gemini as gem_provider
 from toolhall.providers import openai as oai_provider
-
-from tests._services import IN_CI
 
 from . import _corpus
 from ._rules import name_of, violations
