@@ -66,9 +66,9 @@ def _libseccomp() -> Any:
     # The soname first: find_library() spawns ldconfig/gcc, which costs the launcher tens of ms.
     for name in ("libseccomp.so.2", None):
         if name is None:
-            import ctypes.util
+            import ctypes.util as ctypes_util
 
-            name = ctypes.util.find_library("seccomp")
+            name = ctypes_util.find_library("seccomp")
             if name is None:
                 return None
         try:
