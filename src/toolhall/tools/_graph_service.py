@@ -1,0 +1,266 @@
+"""One workspace's code graph: indexing (full or incremental) and read-only queries.
+
+One `CodeGraph` per database folder per process (the registry below): ladybug must not have two
+`Database` objects on one file in a process, and the in-memory index makes repeated updates cheap.
+Across processes, a lock file serialises indexing; readers need no lock because writers never modify
+the file a reader has open (see `_graph_store`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import ToolCallError
+from ._graph_guard import check_query, dialect_hint
+from ._graph_index import GraphIndex, IndexStats, Progress
+from ._graph_parse import FACTS_VERSION
+from ._graph_scan import scan
+from ._graph_state import StateStore
+from ._graph_store import GraphDB, engine_version, file_lock
+from ._graph_tables import NODE_COLUMNS, SCHEMA_VERSION
+
+__all__ = ["CodeGraph", "GraphOptions", "QueryOutcome", "code_graph"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphOptions:
+    """Limits and scope of one workspace graph (the `[tools.codegraph]` options)."""
+
+    exclude: tuple[str, ...] = ()
+    use_gitignore: bool = True
+    max_file_bytes: int = 2_000_000
+    query_timeout_ms: int = 10_000
+    buffer_pool_mb: int = 256
+    max_db_mb: int = 4096
+    full_rebuild_ratio: float = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryOutcome:
+    """Rows of one query."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+def _identity() -> dict[str, str]:
+    from .. import __version__ as toolhall_version
+
+    return {
+        "schema_version": str(SCHEMA_VERSION),
+        "facts_version": str(FACTS_VERSION),
+        "engine": f"ladybug {engine_version()}",
+        "toolhall_version": str(toolhall_version),
+    }
+
+
+class CodeGraph:
+    """The graph of one workspace, stored in `db_dir`."""
+
+    def __init__(self, root: Path, db_dir: Path, options: GraphOptions) -> None:
+        self.root = root
+        self.db_dir = db_dir
+        self.options = options
+        self.db = GraphDB(db_dir, buffer_pool_mb=options.buffer_pool_mb, max_db_mb=options.max_db_mb,
+                          query_timeout_ms=options.query_timeout_ms)
+        self.state = StateStore(db_dir / "state.sqlite")
+        self.index: GraphIndex | None = None
+        self._token: str | None = None
+        self._write = threading.Lock()
+
+    # --- indexing --------------------------------------------------------------------------
+
+    def update(
+        self,
+        *,
+        progress: Progress | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> IndexStats:
+        """Bring the graph up to date with the workspace: full build first, incremental after."""
+        started = time.perf_counter()
+        self.db_dir.mkdir(parents=True, exist_ok=True)
+        with self._write, file_lock(self.db_dir / "graph.lock", shared=False):
+            try:
+                stats = self._update(progress, cancelled, allowed)
+            except BaseException:
+                self.index = None  # memory may be ahead of disk now: reload from disk next time
+                raise
+        stats.seconds = round(time.perf_counter() - started, 3)
+        return stats
+
+    def _update(
+        self, progress: Progress | None, cancelled: Callable[[], bool] | None, allowed: Callable[[str], bool] | None
+    ) -> IndexStats:
+        full = self._ensure_loaded()
+        assert self.index is not None
+        if progress is not None:
+            progress("scan", 0, 1)
+        found, skipped = scan(self.root, exclude=self.options.exclude, use_gitignore=self.options.use_gitignore,
+                              max_file_bytes=self.options.max_file_bytes, allowed=allowed)
+        stats = IndexStats(skipped=skipped)
+        before = {p: (r.sha, r.mtime_ns, r.size) for p, r in self.index.files.items()}
+        delta = self.index.update(found, stats, progress, cancelled)
+        stats.resolved = self.index.last_resolved
+        index = self.index
+        changed = [p for p, r in index.files.items() if before.get(p) != (r.sha, r.mtime_ns, r.size)]
+        removed = [p for p in before if p not in index.files]
+        total = len(index.nodes) + index.edge_count()
+        if not full and len(delta) > self.options.full_rebuild_ratio * max(total, 1):
+            full = True  # one bulk COPY beats a huge per-row transaction
+        if progress is not None:
+            progress("write", 0, 1)
+        meta = {**_identity(), "token": uuid.uuid4().hex, "files": str(len(index.files)),
+                "indexed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        if full:
+            stats.mode = "full"
+            self.db.build(index.nodes, list(index.all_edges()), meta)
+            self.state.save(index.files, (), (), meta, full=True)
+        elif len(delta):
+            self.db.apply(delta, meta)
+            self.state.save(index.files, changed, removed, meta, full=False)
+        else:
+            stats.mode = "unchanged"
+            if changed or removed:  # only stat data moved (a touch): keep the cache current, the graph as is
+                self.state.save(index.files, changed, removed, self.db.read_meta(), full=False)
+        if stats.mode != "unchanged":
+            self._token = meta["token"]
+        if progress is not None:
+            progress("write", 1, 1)
+        _fill_counts(stats, delta, index)
+        return stats
+
+    def _ensure_loaded(self) -> bool:
+        """Load the in-memory index from the cache; True when a full build is needed."""
+        if self.index is not None and self.db.exists():
+            return False
+        self.index = GraphIndex(self.root)
+        if not self.db.exists():
+            return True
+        meta, records = self.state.load()
+        stored = self.db.read_meta()
+        identity = _identity()
+        trusted = (
+            bool(records)
+            and meta.get("token") == stored.get("token")
+            and all(meta.get(k) == v and stored.get(k) == v for k, v in identity.items())
+        )
+        if not trusted:
+            return True
+        self.index.load(records)
+        self._token = meta["token"]
+        return False
+
+    # --- querying --------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether a graph has been built for this workspace."""
+        return self.db.exists()
+
+    def query(self, text: str, params: dict[str, Any] | None, max_rows: int) -> QueryOutcome:
+        """Run one guarded read-only query; at most `max_rows` rows are fetched."""
+        check_query(text)
+        try:
+            with self.db.reader() as conn:
+                result = conn.execute(text, params or {})
+                try:
+                    columns = list(result.get_column_names())
+                    rows: list[list[Any]] = []
+                    while result.has_next() and len(rows) <= max_rows:
+                        rows.append([_plain(v) for v in result.get_next()])
+                finally:
+                    result.close()
+        except RuntimeError as error:
+            raise _query_error(text, str(error)) from None
+        truncated = len(rows) > max_rows
+        return QueryOutcome(columns=columns, rows=rows[:max_rows], truncated=truncated)
+
+    def close(self) -> None:
+        """Close database handles (the in-memory index is kept)."""
+        self.db.close()
+
+
+def _query_error(text: str, message: str) -> ToolCallError:
+    if "interrupted" in message.lower() or "timeout" in message.lower():
+        return ToolCallError(f"the query ran too long and was interrupted ({message})", code="timeout",
+                             details={"reason": "query_timeout"})
+    details: dict[str, Any] = {"reason": "query_error", "engine_message": message}
+    hint = dialect_hint(text, message)
+    if hint:
+        details["hint"] = hint
+    return ToolCallError(f"query failed: {message}" + (f" (hint: {hint})" if hint else ""), code="invalid_input",
+                         details=details)
+
+
+_MAX_TEXT = 2000
+_INTERNAL = frozenset({"_ID", "_SRC", "_DST"})
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe values: nodes and relationships as property maps with their label, long text capped."""
+    if isinstance(value, dict):
+        if "_NODES" in value and "_RELS" in value:  # a path
+            return {"nodes": [_plain(n) for n in value["_NODES"]], "rels": [_plain(r) for r in value["_RELS"]]}
+        label = value.get("_LABEL")
+        # A node reached through an unlabeled pattern carries every table's columns; keep its own.
+        own = {c for c, _ in NODE_COLUMNS.get(label, [])} if label in NODE_COLUMNS else None
+        out = {"label": label} if label is not None else {}
+        out.update((k, _plain(v)) for k, v in value.items()
+                   if k not in _INTERNAL and k != "_LABEL" and (own is None or k in own))
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_TEXT else value[:_MAX_TEXT] + "…"
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    return str(value)
+
+
+_REGISTRY: dict[tuple[Path, Path], CodeGraph] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def code_graph(root: Path, db_dir: Path, options: GraphOptions) -> CodeGraph:
+    """The process's one CodeGraph for this database folder (created on first use).
+
+    A process-wide registry is deliberate: two ladybug handles on one file in one process are unsafe,
+    so every toolbox for the same workspace must share one.
+    """
+    key = (root.resolve(), db_dir.resolve())
+    with _REGISTRY_LOCK:
+        graph = _REGISTRY.get(key)
+        if graph is None or graph.options != options:
+            if graph is not None:
+                graph.close()
+            graph = _REGISTRY[key] = CodeGraph(key[0], key[1], options)
+        return graph
+
+
+def _fill_counts(stats: IndexStats, delta: Any, index: GraphIndex) -> None:
+    stats.files = len(index.files)
+    stats.nodes_added = len(delta.nodes_added)
+    stats.nodes_changed = len(delta.nodes_changed)
+    stats.nodes_removed = len(delta.nodes_removed)
+    stats.edges_added = len(delta.edges_added)
+    stats.edges_removed = len(delta.edges_removed)
+    stats.nodes = len(index.nodes)
+    stats.edges = index.edge_count()
+    stats.syntax_errors = sorted(p for p, r in index.files.items() if r.facts.get("errors"))
+
+
+def forget(paths: Iterable[Path]) -> None:
+    """Drop registry entries (tests use this to simulate a fresh process)."""
+    with _REGISTRY_LOCK:
+        for key in [k for k in _REGISTRY if k[1] in {p.resolve() for p in paths}]:
+            _REGISTRY.pop(key).close()
