@@ -27,6 +27,7 @@ import pydantic
 from ._codes import ErrorCode
 from ._context import CancelSignal, ToolContext
 from ._errormap import error_from_exception
+from ._errors import ArgumentsError
 from ._output import render
 from ._result import ToolError, ToolResult
 from ._tool import Tool
@@ -166,7 +167,7 @@ def validate(tool: Tool, arguments: Any, call_id: str | None = None) -> Validate
             call_id=call_id,
             started=started,
             started_at=started_at,
-            details=getattr(exc, "details", None),
+            details={"errors": exc.errors} if isinstance(exc, ArgumentsError) else None,
             exception=exc,
         )
     except Exception as exc:  # noqa: BLE001 - a broken validator must not raise out of a call

@@ -377,10 +377,10 @@ class Tool:
             raise DefinitionError(
                 f"tool {name!r}: input_schema must be a JSON object, got {type(input_schema).__name__}"
             )
-        schema = normalize_schema(input_schema)
+        schema = normalize_schema(input_schema, name=name)
 
         def build() -> tuple[ValidatorFn, ValidatorFn]:
-            check = compile_validator(schema)
+            check = compile_validator(schema, name=name)
 
             def validate_python(value: Any) -> Any:
                 check(value)
