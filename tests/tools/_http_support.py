@@ -325,6 +325,8 @@ class LoopbackFence(httpcore.AnyIOBackend):
 
     async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
         address = ipaddress.ip_address(host)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
         if not (address.is_loopback or address.is_unspecified):
             self.refused.append(host)
             raise httpcore.ConnectError(f"test fence: refused to dial {host}")

@@ -83,7 +83,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 `invalid_input` (a host that is neither a name nor an address), `execution_error` with
                 `reason: dns` (lookup failed) or `timeout` with `reason: dns_timeout`.
         """
-        host = host.lower()
+        host = host.lower().rstrip(".")  # "name." and "name" are one host: check and resolve the same string
         allowed_by_name, refusal = self.guard.check_name(host, port)
         if refusal is not None:
             raise _refuse(refusal, reason="blocked_host", host=host)
