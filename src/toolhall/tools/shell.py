@@ -273,7 +273,10 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
                             details={"errno": exc.errno}) from exc
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                os.rmdir(tmp)  # the common case, an unused TMPDIR, costs one syscall
+            except OSError:
+                shutil.rmtree(tmp, ignore_errors=True)
     return _outcome(cfg, done, timeout)
 
 
