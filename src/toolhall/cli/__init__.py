@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib
 
-import click
 import typer
 
 __all__ = ["app", "main"]
@@ -39,23 +38,14 @@ _register_all()
 
 
 def main() -> None:
-    """Run the `toolhall` command: a `ToolhallError` is a one-line error and exit code 1, never a traceback."""
+    """Run the `toolhall` command: a `ToolhallError` is a one-line error and exit code 1, never a traceback.
+
+    Usage errors are typer's own: the usage line, the problem, a hint to `--help`, and exit code 2.
+    """
     from .._errors import ToolhallError
 
     try:
-        app(standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        typer.echo("hint: toolhall COMMAND --help shows the options and an example", err=True)
-        raise SystemExit(2) from None
-    except click.exceptions.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except click.exceptions.Abort:
-        typer.echo("aborted", err=True)
-        raise SystemExit(1) from None
+        app()
     except ToolhallError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
-    except click.exceptions.ClickException as exc:
-        exc.show()
-        raise SystemExit(exc.exit_code) from None
