@@ -36,8 +36,9 @@ __all__ = ["DEFAULT_DENY_READ", "DEFAULT_DENY_WRITE", "Workspace"]
 
 DEFAULT_DENY_READ: Final = ("**/.env", "**/*.pem", ".toolhall/**")
 """Globs never readable (secrets, and the state folder)."""
-DEFAULT_DENY_WRITE: Final = (".git/**", ".lore/chains/**", ".toolhall/**")
-"""Globs never writable (version control internals, the chain tools' files, the state folder)."""
+DEFAULT_DENY_WRITE: Final = (".git/**", "**/.git/**", ".lore/chains/**", ".toolhall/**")
+"""Globs never writable: version control internals (nested repositories' too), the chain tools' files,
+and the state folder."""
 
 MAX_PATH_BYTES: Final = 4096
 MAX_NAME_BYTES: Final = 255
@@ -52,8 +53,8 @@ class _Rules:
 
     def __init__(self, globs: Iterable[str]) -> None:
         self.globs = tuple(dict.fromkeys(globs))
-        self._any = pathspec.PathSpec.from_lines("gitwildmatch", self.globs)
-        self._each = [(g, pathspec.PathSpec.from_lines("gitwildmatch", [g])) for g in self.globs]
+        self._any = pathspec.PathSpec.from_lines("gitignore", self.globs)
+        self._each = [(g, pathspec.PathSpec.from_lines("gitignore", [g])) for g in self.globs]
 
     def match(self, rel: str) -> str | None:
         """The first glob matching `rel`, or a child of `rel` when it is a folder holding denied paths."""
@@ -158,9 +159,7 @@ class Workspace:
             raise WorkspaceError("path is empty; use '.' for the workspace root")
         bad = next((ch for ch in text if ord(ch) < 0x20 or ord(ch) == 0x7F), None)
         if bad is not None:
-            raise WorkspaceError(
-                f"path contains a control character ({bad!r}); paths may not hold NUL or controls"
-            )
+            raise WorkspaceError(f"path contains a control character ({bad!r}); paths may not hold NUL or controls")
         if len(text.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
             raise WorkspaceError(f"path is too long ({len(text)} characters; at most {MAX_PATH_BYTES} bytes)")
         # A backslash is a Windows separator to a model, so `..\\x` must not become a file named "..\x".
@@ -169,14 +168,10 @@ class Workspace:
             text = self._strip_root(text)
         rel = posixpath.normpath(text)
         if rel == ".." or rel.startswith("../"):
-            raise OutsideWorkspaceError(
-                f"path {os.fspath(path)!r} is outside the workspace (it climbs above the root)"
-            )
+            raise OutsideWorkspaceError(f"path {os.fspath(path)!r} is outside the workspace (it climbs above the root)")
         for part in rel.split("/"):
             if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-                raise WorkspaceError(
-                    f"path component {part[:40]!r}... is too long (at most {MAX_NAME_BYTES} bytes)"
-                )
+                raise WorkspaceError(f"path component {part[:40]!r}... is too long (at most {MAX_NAME_BYTES} bytes)")
         return rel
 
     def _strip_root(self, text: str) -> str:
@@ -271,9 +266,7 @@ class Workspace:
             return target[len(root.rstrip("/")) + 1 :]
         raise OutsideWorkspaceError(f"opened {target!r}, which is outside the workspace")
 
-    def open(
-        self, path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, write: bool = False
-    ) -> int:
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, write: bool = False) -> int:
         """Open a regular file (or, with `O_DIRECTORY`, a folder) beneath the root; return the descriptor.
 
         Symlinks are followed only while they stay inside the root. Devices, FIFOs and sockets are refused
@@ -304,9 +297,7 @@ class Workspace:
             st = os.fstat(fd)
             want_dir = bool(flags & os.O_DIRECTORY)
             if not (stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)):
-                raise DeniedPathError(
-                    f"{rel!r} is {_kind(st.st_mode)}, not a regular file; refusing to open it"
-                )
+                raise DeniedPathError(f"{rel!r} is {_kind(st.st_mode)}, not a regular file; refusing to open it")
             if not flags & os.O_NONBLOCK:
                 os.set_blocking(fd, True)
             return fd
@@ -321,9 +312,7 @@ class Workspace:
         pfd, preal = self._open_beneath(parent or ".", os.O_PATH | os.O_DIRECTORY)
         try:
             self.check(name if preal == "." else f"{preal}/{name}", write=True)
-            fd = os.open(
-                name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, mode, dir_fd=pfd
-            )
+            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, mode, dir_fd=pfd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise DeniedPathError(

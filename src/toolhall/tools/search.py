@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import anyio
 from pydantic import Field
 
 from .._context import ToolContext
-from .._errors import ToolCallError, WorkspaceError
+from .._errors import DeniedPathError, ToolCallError, WorkspaceError
 from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
@@ -259,8 +260,11 @@ async def _search(
     start = "." if target == ws.root else target.relative_to(ws.root).as_posix()
     stop = threading.Event()
     files: list[str] | None = None
-    if os.path.isfile(target):
+    mode = os.stat(target).st_mode
+    if stat.S_ISREG(mode):
         files = [start]
+    elif not stat.S_ISDIR(mode):
+        raise DeniedPathError(f"{start!r} is not a regular file or folder; refusing to search it")
     else:
         rg = find_ripgrep() if cfg.use_ripgrep else None
         if rg is not None:
