@@ -260,3 +260,19 @@ def test_describe_isolation_reports_every_primitive() -> None:
     assert report["backend"] in ("bwrap", "landlock", "none")
     assert {"bwrap", "landlock", "seccomp", "pid_namespace", "tree_kill"} <= set(report)
     assert report["landlock"]["abi"] == detect()["landlock"]["abi"]
+
+
+@pytest.mark.anyio
+async def test_bwrap_keeps_git_hooks_and_state_read_only(ws: Path) -> None:
+    """Under bwrap, existing .git/hooks, .git/config and .toolhall cannot be rewritten by a command."""
+    require_backend("bwrap")
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / ".toolhall").mkdir()
+    script = ("echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo evil > .toolhall/x; "
+              "echo ok > .git/HEAD")
+    await run(make(ws, "bwrap"), ["sh", "-c", script])
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert not (ws / ".toolhall" / "x").exists()
+    assert (ws / ".git" / "HEAD").read_text() == "ok\n"  # the rest of .git stays writable for git itself

@@ -316,6 +316,19 @@ def _system_binds() -> Iterator[str]:
             yield from ("--ro-bind", "/dev/null", target)
 
 
+# Files in the workspace that configure the host or the agent: a command may read them, never rewrite
+# them (a planted .git/hooks/pre-commit would run on the host at the next commit). Only existing ones can
+# be covered by a bind mount; creating missing ones is left to the file tools' deny rules.
+PROTECTED = (".toolhall", ".git/hooks", ".git/config")
+
+
+def _protected_binds(workspace: str) -> Iterator[str]:
+    for rel in PROTECTED:
+        path = os.path.join(workspace, rel)
+        if os.path.exists(path) and not os.path.islink(path):
+            yield from ("--ro-bind", path, path)
+
+
 def bwrap_argv(argv: Sequence[str], *, workspace: str, cwd: str, network: bool, seccomp_fd: int) -> list[str]:
     """The bubblewrap command: system dirs read-only, the workspace writable, private /tmp, PID ns."""
     bwrap = detect()["bwrap"]["path"]
@@ -325,7 +338,8 @@ def bwrap_argv(argv: Sequence[str], *, workspace: str, cwd: str, network: bool, 
         out += ["--share-net", "--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
     # The sandbox's /tmp is a fresh tmpfs inside its own mount namespace, not the host /tmp.
     out += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",  # noqa: S108
-            "--bind", workspace, workspace, "--chdir", cwd, "--seccomp", str(seccomp_fd), "--", *argv]
+            "--bind", workspace, workspace, *_protected_binds(workspace),
+            "--chdir", cwd, "--seccomp", str(seccomp_fd), "--", *argv]
     return out
 
 
