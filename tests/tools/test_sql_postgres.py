@@ -177,6 +177,25 @@ def test_the_database_refuses_a_write_that_passes_the_guard(pg: Pg) -> None:
     assert query(sql.toolbox(url=pg.admin_url), f"SELECT count(*) FROM {pg.table}").data["rows"] == [[2]]
 
 
+def test_a_session_talked_out_of_read_only_is_never_reused(pg: Pg) -> None:
+    """A SET that slipped past the guard cannot leak into later calls: that connection is dropped."""
+    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
+    from toolhall.tools._sql_guard import analyse
+    from toolhall.tools._sql_postgres import PostgresBackend
+
+    backend = PostgresBackend(parse_url(pg.admin_url), "read_only")
+    try:
+        escape = analyse("SET default_transaction_read_only = off", "postgres").statements
+        backend.run(RunRequest(statements=escape, params=None, max_rows=10, timeout=5, read_only=True), Interrupt())
+        write = analyse(f"DELETE FROM {pg.table}", "postgres").statements
+        with pytest.raises(Exception) as caught:
+            backend.run(RunRequest(statements=write, params=None, max_rows=10, timeout=5, read_only=True),
+                        Interrupt())
+        assert caught.value.details["sqlstate"] == "25006"  # type: ignore[attr-defined]
+    finally:
+        backend.close()
+
+
 def test_privileges_of_the_role_are_the_servers_answer(pg: Pg) -> None:
     """A table the SELECT-only role may not read is denied by PostgreSQL with 42501."""
     result = query(sql.toolbox(url=pg.reader_url), f"SELECT * FROM {pg.secret}")
@@ -186,7 +205,7 @@ def test_privileges_of_the_role_are_the_servers_answer(pg: Pg) -> None:
 def test_ten_million_rows_are_cut_and_cancelled_on_the_server(pg: Pg) -> None:
     """A huge result returns max_rows rows, marked truncated, and leaves nothing running."""
     marker = f"huge_{uuid.uuid4().hex[:8]}"
-    result = query(sql.toolbox(url=pg.reader_url), f"SELECT g AS {marker} FROM generate_series(1, 10000000) g")
+    result = query(sql.toolbox(url=pg.reader_url), f"SELECT generate_series(1, 10000000) AS {marker}")
     assert result.data["row_count"] == 1000 and result.data["truncated"] is True
     assert result.data["rows"][-1] == [1000]
     assert wait_until_idle(pg.admin_url, marker) == []

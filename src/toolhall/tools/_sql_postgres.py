@@ -63,6 +63,12 @@ class _StreamCursor(psycopg.Cursor[tuple[Any, ...]]):
 class _Conn:
     pg: psycopg.Connection[tuple[Any, ...]]
     timeout_ms: int = 0
+    reports_read_only: bool = False
+    """Whether the server reports default_transaction_read_only (PostgreSQL 14+), so a lone read can run
+    as its own implicit read-only transaction, without BEGIN and ROLLBACK round trips."""
+
+    def still_read_only(self) -> bool:
+        return self.pg.info.parameter_status("default_transaction_read_only") == "on"
 
 
 class PostgresBackend:
@@ -84,7 +90,9 @@ class PostgresBackend:
             pg.execute("SET default_transaction_read_only = on")
             pg.read_only = True
         pg.autocommit = False
-        return _Conn(pg)
+        conn = _Conn(pg)
+        conn.reports_read_only = self._read_only and conn.still_read_only()
+        return conn
 
     def _checkout(self) -> _Conn:
         try:
@@ -109,7 +117,8 @@ class PostgresBackend:
         try:
             self._set_timeout(conn, request.timeout)
             interrupt.arm(partial(pg.cancel_safe, timeout=5.0))
-            pg.autocommit = _outside_transaction(request)
+            lone_read = conn.reports_read_only and len(request.statements) == 1
+            pg.autocommit = lone_read or _outside_transaction(request)
             cursor = pg.cursor()
             if request.read_only and len(request.statements) > 1:
                 # Once a query has run, PostgreSQL refuses SET TRANSACTION READ WRITE in this transaction.
@@ -117,7 +126,9 @@ class PostgresBackend:
             savepoints = len(request.statements) > 1 and not request.read_only
             for statement in request.statements:
                 outcomes.append(_one(pg, cursor, statement, request, savepoints))  # noqa: PERF401 - len() names a failure
-            if request.read_only or pg.info.transaction_status == pq.TransactionStatus.INERROR:
+            if pg.autocommit:
+                pass
+            elif request.read_only or pg.info.transaction_status == pq.TransactionStatus.INERROR:
                 pg.rollback()
             else:
                 pg.commit()
@@ -132,6 +143,8 @@ class PostgresBackend:
     def _release(self, conn: _Conn) -> None:
         pg = conn.pg
         healthy = not pg.closed and not pg.broken and pg.info.transaction_status == pq.TransactionStatus.IDLE
+        if healthy and self._read_only and not conn.still_read_only():
+            healthy = False  # the session was talked out of read-only: never reuse it
         if healthy and pg.autocommit:
             pg.autocommit = False
         self._pool.put(conn, healthy=healthy)
