@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from toolhall import Image, Text, Tool, ToolCall, ToolCallError, ToolContext, Toolbox, tool
+from toolhall import Image, Text, Tool, Toolbox, ToolCall, ToolCallError, ToolContext, tool
 from toolhall._invoke import stray_threads
 
 pytestmark = pytest.mark.anyio
@@ -94,7 +94,11 @@ async def test_tool_call_error_sets_code_details_and_data() -> None:
 
     result = await Toolbox([picky]).call("picky")
     assert result.error is not None
-    assert (result.error.code, result.error.details, result.data) == ("execution_error", {"reason": "no_match"}, {"x": 1})
+    assert (result.error.code, result.error.details, result.data) == (
+        "execution_error",
+        {"reason": "no_match"},
+        {"x": 1},
+    )
 
 
 async def test_async_timeout_cancels_for_real() -> None:

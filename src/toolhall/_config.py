@@ -102,8 +102,10 @@ class Config(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     serve: ServeConfig = Field(default_factory=ServeConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
-    tools: dict[Literal["files", "shell", "http", "sql", "codegraph", "memory", "artifacts", "decisions", "chains"],
-                dict[str, Any]] = Field(default_factory=dict)
+    tools: dict[
+        Literal["files", "shell", "http", "sql", "codegraph", "memory", "artifacts", "decisions", "chains"],
+        dict[str, Any],
+    ] = Field(default_factory=dict)
     role: str | None = None
     source: str | None = Field(default=None, exclude=True)
     """The file this came from, when there was one."""
@@ -168,8 +170,9 @@ def _describe(exc: ValidationError, source: str | None, text: str) -> str:
     return f"{origin}: " + "; ".join(problems)
 
 
-def load_config(path: str | Path | None = None, *, cwd: str | Path | None = None,
-                environ: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path | None = None, *, cwd: str | Path | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
     """Read `toolhall.toml` (the given file, or the one in `cwd` if present) plus environment overrides.
 
     Example:

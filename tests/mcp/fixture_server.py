@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 
-from toolhall import Image, ToolContext, Toolbox, tool
+from toolhall import Image, Toolbox, ToolContext, tool
 from toolhall.mcp import serve_stdio
 
 

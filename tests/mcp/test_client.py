@@ -18,8 +18,14 @@ SERVER = [sys.executable, str(Path(__file__).with_name("fixture_server.py"))]
 async def test_tools_are_imported_with_schemas_and_annotations() -> None:
     """Every server tool becomes a local tool with its schema, annotations, a prefix and the untrusted tag."""
     async with MCPToolbox(command=SERVER, prefix="srv_") as tb:
-        assert tb.names() == ["srv_echo", "srv_delete_everything", "srv_progress", "srv_picture", "srv_die",
-                              "srv_sleepy"]
+        assert tb.names() == [
+            "srv_echo",
+            "srv_delete_everything",
+            "srv_progress",
+            "srv_picture",
+            "srv_die",
+            "srv_sleepy",
+        ]
         echo = tb["srv_echo"]
         assert echo.input_schema["properties"]["text"]["type"] == "string"
         assert echo.annotations.read_only is True

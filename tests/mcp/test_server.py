@@ -11,10 +11,10 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from toolhall import Image, ToolCallError, ToolContext, Toolbox, tool
+from mcp import Client
+from toolhall import Image, Toolbox, ToolCallError, ToolContext, tool
 from toolhall.mcp import build_server, serve_http
 
 pytestmark = pytest.mark.anyio

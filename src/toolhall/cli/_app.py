@@ -53,7 +53,7 @@ class AppState:
         from ..tools import standard
 
         cfg = self.config
-        options = {name: cfg.tool_options(name) for name in cfg.tools}
+        options: dict[str, dict[str, Any]] = {name: cfg.tool_options(name) for name in cfg.tools}
         sql_url = options.get("sql", {}).pop("url", None) if "sql" in options else None
         return standard(
             self.workspace,

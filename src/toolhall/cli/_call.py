@@ -23,9 +23,11 @@ def _parse_args(raw_json: str | None, pairs: list[str]) -> dict[str, Any]:
         try:
             loaded = json.loads(raw_json)
         except json.JSONDecodeError as exc:
-            raise fail(f"ARGUMENTS is not valid JSON: {exc}", code=2, hint="quote it: '{\"path\": \"README.md\"}'") from exc
+            raise fail(
+                f"ARGUMENTS is not valid JSON: {exc}", code=2, hint='quote it: \'{"path": "README.md"}\''
+            ) from exc
         if not isinstance(loaded, dict):
-            raise fail("ARGUMENTS must be a JSON object", code=2, hint="for example '{\"path\": \"README.md\"}'")
+            raise fail("ARGUMENTS must be a JSON object", code=2, hint='for example \'{"path": "README.md"}\'')
         arguments.update(loaded)
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -43,7 +45,9 @@ def call(
     arguments: Annotated[str | None, typer.Argument(help="Arguments as a JSON object.")] = None,
     arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="An argument as key=value (repeatable).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve without asking.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, apply policy and log; run only read-only tools.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate, apply policy and log; run only read-only tools.")
+    ] = False,
     role: RoleOption = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,

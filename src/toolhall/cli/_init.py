@@ -109,7 +109,7 @@ def _report(config_path: str | None) -> dict[str, Any]:
     }
     store = config.store
     report["store"] = store.postgres or store.sqlite
-    sql_url = config.tools.get("sql", {}).get("url")  # type: ignore[call-overload]
+    sql_url = config.tool_options("sql").get("url")
     if sql_url:
 
         def diagnose() -> Any:

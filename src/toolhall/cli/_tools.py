@@ -45,11 +45,22 @@ def list_tools(
                 emit_json(tb.schemas(format, strict=strict))
                 return
             if as_json or not is_terminal():
-                emit_json([{"name": t.name, "description": t.description.split("\n")[0],
-                            "roles": sorted(t.roles), "annotations": _flags(t.annotations)} for t in tb])
+                emit_json(
+                    [
+                        {
+                            "name": t.name,
+                            "description": t.description.split("\n")[0],
+                            "roles": sorted(t.roles),
+                            "annotations": _flags(t.annotations),
+                        }
+                        for t in tb
+                    ]
+                )
                 return
-            rows = [(t.name, _flags(t.annotations), ",".join(sorted(t.roles)) or "*",
-                     t.description.split("\n")[0][:80]) for t in tb]
+            rows = [
+                (t.name, _flags(t.annotations), ",".join(sorted(t.roles)) or "*", t.description.split("\n")[0][:80])
+                for t in tb
+            ]
             print_table(f"{len(rows)} tools", ["tool", "annotations", "roles", "description"], rows)
 
     anyio.run(run)

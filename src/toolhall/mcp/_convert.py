@@ -35,10 +35,10 @@ def result_to_mcp(result: ToolResult, *, structured: bool) -> types.CallToolResu
     """A toolhall result as an MCP `CallToolResult`: content parts, structured data, `isError`."""
     if not result.ok:
         return types.CallToolResult(content=[types.TextContent(text=result.output)], is_error=True)
-    content = [_part_to_mcp(part) for part in result.content]
+    content: list[types.ContentBlock] = [_part_to_mcp(part) for part in result.content]
     if result.truncated or not content:
         # The session truncated `output` for the model; the text part must match what the model may see.
-        texts = [p for p in content if not isinstance(p, types.TextContent)]
+        texts: list[types.ContentBlock] = [p for p in content if not isinstance(p, types.TextContent)]
         content = [types.TextContent(text=result.output), *texts] if result.output or not texts else texts
     data = result.data
     structured_content = None

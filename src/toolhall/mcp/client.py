@@ -39,8 +39,20 @@ class MCPToolbox(Toolbox):
         ```
     """
 
-    __slots__ = ("_client", "_command", "_env", "_error", "_headers", "_lock", "_prefix", "_stop", "_tg",
-                 "_trusted", "_url", "_connections")
+    __slots__ = (
+        "_client",
+        "_command",
+        "_env",
+        "_error",
+        "_headers",
+        "_lock",
+        "_prefix",
+        "_stop",
+        "_tg",
+        "_trusted",
+        "_url",
+        "_connections",
+    )
 
     def __init__(
         self,
@@ -153,8 +165,12 @@ class MCPToolbox(Toolbox):
         remote_name: str = remote.name
         options: dict[str, Any] = {"tags": {"mcp", f"mcp:{self.name}"} | (set() if self._trusted else {UNTRUSTED_TAG})}
         if ann is not None:
-            for ours, theirs in (("read_only", "read_only_hint"), ("destructive", "destructive_hint"),
-                                 ("idempotent", "idempotent_hint"), ("open_world", "open_world_hint")):
+            for ours, theirs in (
+                ("read_only", "read_only_hint"),
+                ("destructive", "destructive_hint"),
+                ("idempotent", "idempotent_hint"),
+                ("open_world", "open_world_hint"),
+            ):
                 value = getattr(ann, theirs, None)
                 if value is not None:
                     options[ours] = value
@@ -166,8 +182,9 @@ class MCPToolbox(Toolbox):
         async def forward(ctx: ToolContext | None = None, **arguments: Any) -> Any:
             return await self._forward(remote_name, arguments, ctx)
 
-        tool = Tool.from_schema(self._prefix + remote_name, remote.description or "", remote.input_schema,
-                                forward, **options)
+        tool = Tool.from_schema(
+            self._prefix + remote_name, remote.description or "", remote.input_schema, forward, **options
+        )
         # The forwarder wants the call's context (progress), which from_schema tools do not get by default.
         object.__setattr__(tool, "context_param", "ctx")
         return tool
@@ -188,8 +205,10 @@ class MCPToolbox(Toolbox):
             raise
         except Exception as exc:
             self._mark_dead(exc)
-            raise ToolCallError(f"MCP server {self.name} failed during {name}: {type(exc).__name__}: {exc}",
-                                details={"reason": "disconnected"}) from exc
+            raise ToolCallError(
+                f"MCP server {self.name} failed during {name}: {type(exc).__name__}: {exc}",
+                details={"reason": "disconnected"},
+            ) from exc
         parts = [content_from_mcp(block) for block in result.content]
         text = "\n".join(getattr(p, "text", "") or "" for p in parts)
         if result.is_error:
