@@ -218,7 +218,8 @@ async def _in_thread(job: Any, timeout: float) -> Any:
             await anyio.to_thread.run_sync(interrupt.fire, "timeout")
         raise ToolCallError(f"the statement ran past {timeout:g} s and was cancelled on the server",
                             code="timeout", details={"timeout": timeout}) from None
-    except BaseException:
+    except anyio.get_cancelled_exc_class():
+        # The caller gave up (or the session's own timeout fired): stop the statement before unwinding.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(interrupt.fire, "cancelled")
         raise
