@@ -131,7 +131,7 @@ class GraphIndex:
         changed_keys = self._swap_tables(changed, fresh, removed, names)
         affected = {p for p in changed if p in self.files}
         for key in changed_keys:
-            affected.update(self.dependents.get(key, ()))
+            affected.update(p for p in self.dependents.get(key, ()) if p in self.files)
         self.last_resolved = len(affected)
         return self._resolve(sorted(affected), old_results, progress)
 

@@ -34,12 +34,12 @@ DEFAULT_EXCLUDE = (
 _SUFFIXES = (".py",)
 
 
-def _spec(root: Path, exclude: Iterable[str], use_gitignore: bool) -> pathspec.PathSpec:
+def _spec(root: Path, exclude: Iterable[str], use_gitignore: bool) -> pathspec.GitIgnoreSpec:
     lines = list(DEFAULT_EXCLUDE) + list(exclude)
     gitignore = root / ".gitignore"
     if use_gitignore and gitignore.is_file():
         lines += gitignore.read_text("utf-8", "replace").splitlines()
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def scan(

@@ -100,6 +100,7 @@ class GraphDB:
                 self._copy_nodes(conn, stage, nodes)
                 self._copy_edges(conn, stage, edges)
                 self._write_meta(conn, meta, fresh=True)
+                conn.execute("CHECKPOINT")
             finally:
                 db.close()
             self._swap_in(tmp)
@@ -146,6 +147,8 @@ class GraphDB:
                     conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
+                # Fold the write-ahead log into the file: only the file is swapped in.
+                conn.execute("CHECKPOINT")
             finally:
                 db.close()
             self._swap_in(tmp)
@@ -196,17 +199,13 @@ class GraphDB:
 
 
 class _DeltaWriter:
-    """Per-row parameterised statements (prepared once each), in the order that keeps edges valid."""
+    """Per-row parameterised statements, in the order that keeps edges valid."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.prepared: dict[str, Any] = {}
 
     def run(self, query: str, params: dict[str, Any]) -> None:
-        statement = self.prepared.get(query)
-        if statement is None:
-            statement = self.prepared[query] = self.conn.prepare(query)
-        self.conn.execute(statement, params)
+        self.conn.execute(query, params)
 
     def write(self, delta: Delta) -> None:
         for edge in delta.edges_removed:
