@@ -36,8 +36,8 @@ def _tokens(query: str) -> list[str]:
     return _TOKEN.findall(cleaned)
 
 
-def check_query(query: str) -> None:
-    """Refuse anything but a read-only query over the graph (raises ToolCallError)."""
+def check_query(query: str) -> set[str]:
+    """Refuse anything but a read-only query over the graph (raises ToolCallError); return its $parameters."""
     tokens = _tokens(query)
     while tokens and tokens[-1] == ";":
         tokens.pop()
@@ -71,6 +71,7 @@ def check_query(query: str) -> None:
                     f"query: CALL {procedure} is not allowed; allowed procedures: {', '.join(sorted(ALLOWED_CALLS))}",
                     code="denied", details={"reason": "forbidden_call", "procedure": procedure},
                 )
+    return {tokens[i + 1] for i, token in enumerate(tokens[:-1]) if token == "$"}
 
 
 _HINTS = (

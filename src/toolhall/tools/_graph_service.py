@@ -169,7 +169,12 @@ class CodeGraph:
 
     def query(self, text: str, params: dict[str, Any] | None, max_rows: int) -> QueryOutcome:
         """Run one guarded read-only query; at most `max_rows` rows are fetched."""
-        check_query(text)
+        wanted = check_query(text)
+        missing = sorted(wanted - set(params or {}))
+        if missing:
+            # The engine would silently read a missing parameter as null and return nothing.
+            raise ToolCallError(f"params: no value for {', '.join('$' + m for m in missing)} used in the query",
+                                code="invalid_input", details={"reason": "missing_params", "missing": missing})
         try:
             with self.db.reader() as conn:
                 result = conn.execute(text, params or {})
