@@ -209,7 +209,7 @@ class Session:
             reason=decision.reason,
             annotations=dataclasses.asdict(tool.annotations),
         )
-        await self._book.pending(entry, self._book.redacted_request(pending_from(request)))
+        await self._book.pending(entry, pending_from(request))
         approval = await ask_approver(self.approver, request)
         self._book.answered(validated.call_id, approval)
         self.approvals.remember(tool.name, key, approval)
