@@ -94,7 +94,8 @@ def index(tb: Toolbox) -> dict[str, Any]:
 
 def dump(tb: Toolbox) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
     """Every node (with all its properties) and every edge (with its properties) in the graph."""
-    nodes = {(r[0]["label"], tuple(sorted(r[0].items()))) for r in rows(tb, "MATCH (n) WHERE label(n) <> 'Meta' RETURN n")}
+    found = rows(tb, "MATCH (n) WHERE label(n) <> 'Meta' RETURN n")
+    nodes = {(r[0]["label"], tuple(sorted(r[0].items()))) for r in found}
     edges = rows(tb, "MATCH (a)-[r]->(b) RETURN label(r) AS rel, a.id AS s, label(b) AS bl, b.id AS d, "
                      "r.line AS line, r.how AS how, r.names AS names")
     return nodes, {(e[0], e[1], e[2], e[3], e[4], e[5], tuple(e[6]) if e[6] is not None else None) for e in edges}
@@ -207,7 +208,8 @@ def test_incremental_updates_equal_a_fresh_full_build(project: Path, tmp_path: P
             "from app.util import slugify\n\ndef use():\n    return slugify('x')\n"),
         lambda: (project / "extra" / "__init__.py").write_text("from .more import use as slugify\n"),
         lambda: (project / "app" / "core.py").write_text((FIXTURE / "app" / "core.py").read_text()),
-        lambda: (project / "main.py").write_text((FIXTURE / "main.py").read_text() + "\ndef rare_helper():\n    pass\n"),
+        lambda: (project / "main.py").write_text(
+            (FIXTURE / "main.py").read_text() + "\ndef rare_helper():\n    pass\n"),
     ]
     for number, step in enumerate(steps):
         step()

@@ -71,7 +71,7 @@ def check_query(query: str) -> set[str]:
                     f"query: CALL {procedure} is not allowed; allowed procedures: {', '.join(sorted(ALLOWED_CALLS))}",
                     code="denied", details={"reason": "forbidden_call", "procedure": procedure},
                 )
-    return {tokens[i + 1] for i, token in enumerate(tokens[:-1]) if token == "$"}
+    return {tokens[i + 1] for i in range(len(tokens) - 1) if tokens[i] == "$"}
 
 
 _HINTS = (
@@ -79,7 +79,8 @@ _HINTS = (
     (re.compile(r"\b(all)?shortestpath\s*\(", re.I),
      "no shortestPath(): write MATCH p = (a)-[:CALLS* SHORTEST 1..6]->(b) RETURN p"),
     (re.compile(r"\[\s*\w+\s+IN\s+(nodes|relationships|rels)\s*\(", re.I),
-     "list comprehensions over paths fail: use properties(nodes(p), 'qname') or list_transform(nodes(p), x -> x.qname)"),
+     "list comprehensions over paths fail: use properties(nodes(p), 'qname') "
+     "or list_transform(nodes(p), x -> x.qname)"),
     (re.compile(r"\bexists\s*\(\s*\(", re.I), "use EXISTS { MATCH (a)-[:CALLS]->(b) } for pattern predicates"),
     (re.compile(r"\b(collect|size)\s*\(\s*\(", re.I), "pattern expressions are not values: MATCH the pattern first"),
 )

@@ -241,10 +241,13 @@ class Resolver:
             elif kind == "from":
                 out.extend((t, how) for t in self._from_target(table, target))
             elif kind == "alias":
-                out.extend(self._memo(("alias", table.qname, scope, target), lambda: self.chain(table, scope, target.split("."))))
+                out.extend(self._alias(table, scope, target))
             elif kind == "var":
                 out.append((("V",), "local"))
         return out
+
+    def _alias(self, table: ModTable, scope: int, target: str) -> list[tuple[Target, str]]:
+        return self._memo(("alias", table.qname, scope, target), lambda: self.chain(table, scope, target.split(".")))
 
     def _from_target(self, table: ModTable, target: list[Any]) -> list[Target]:
         level, module, name = target
@@ -272,11 +275,12 @@ class Resolver:
         out: list[tuple[Target, str]] = []
         for base in table.facts["defs"][index][9]:
             parts = base.split(".")
-            if len(parts) == 1 and parts[0] in _BUILTINS and self.lookup(table, table.facts["defs"][index][2], parts[0]) is None:
+            scope = table.facts["defs"][index][2]
+            if len(parts) == 1 and parts[0] in _BUILTINS and self.lookup(table, scope, parts[0]) is None:
                 if parts[0] != "object":
                     out.append((("E", f"builtins.{parts[0]}"), "builtin"))
                 continue
-            out.extend((t, how) for t, how in self.chain(table, table.facts["defs"][index][2], parts) if t[0] in "CE")
+            out.extend((t, how) for t, how in self.chain(table, scope, parts) if t[0] in "CE")
         return out
 
     def locate(self, class_id: str) -> tuple[ModTable, int] | None:

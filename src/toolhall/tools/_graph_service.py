@@ -121,7 +121,7 @@ class CodeGraph:
         if progress is not None:
             progress("write", 0, 1)
         meta = {**_identity(), "token": uuid.uuid4().hex, "files": str(len(index.files)),
-                "indexed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                "indexed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         if full:
             stats.mode = "full"
             self.db.build(index.nodes, list(index.all_edges()), meta)

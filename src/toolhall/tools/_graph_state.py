@@ -77,7 +77,8 @@ class StateStore:
                 conn.execute("DELETE FROM files WHERE path = ?", (path,))
             for path in changed:
                 rec = records[path]
-                conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (path, rec.sha, rec.mtime_ns, rec.size))
+                conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                             (path, rec.sha, rec.mtime_ns, rec.size))
                 conn.execute("INSERT OR IGNORE INTO facts VALUES (?, ?)",
                              (rec.sha, json.dumps(rec.facts, separators=(",", ":"))))
             conn.execute("DELETE FROM facts WHERE sha NOT IN (SELECT sha FROM files)")
