@@ -252,6 +252,9 @@ class Backend(Protocol):
 
     dialect: Dialect
     pyformat: bool
+    grace: float
+    """Seconds the client waits past the time limit before it interrupts: 0 when the interrupt is the
+    limit itself (SQLite), longer when the server enforces its own limit first."""
 
     def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""

@@ -76,6 +76,7 @@ class PostgresBackend:
 
     dialect: Dialect = "postgres"
     pyformat = True
+    grace = 2.0  # the server's own limit fires first; the client cancels only if the server does not answer
 
     def __init__(self, url: DatabaseURL, mode: Mode) -> None:
         self._url = url

@@ -32,7 +32,7 @@ from ._sql_guard import Analysis, analyse
 
 __all__ = ["diagnose", "toolbox"]
 
-_GRACE = 2.0  # seconds the client waits past the server-side limit before cancelling from its side
+_GRACE = 2.0  # the most a backend waits past its server-side limit before the client cancels
 _PLACEHOLDERS = {"sqlite": "? or :name", "postgres": "%s or %(name)s", "mysql": "%s or %(name)s"}
 _NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL/MariaDB"}
 T = TypeVar("T")
@@ -154,7 +154,7 @@ def _query_tool(backend: Backend, mode: Mode, row_limit: int, time_limit: float,
             max_rows=min(max_rows or row_limit, row_limit),
             timeout=min(timeout or time_limit, time_limit),
         )
-        outcomes: list[Outcome] = await _in_thread(partial(backend.run, request), request.timeout)
+        outcomes: list[Outcome] = await _in_thread(partial(backend.run, request), request.timeout, backend.grace)
         return _result(outcomes, request.max_rows)
 
     return sql_query
@@ -174,7 +174,7 @@ def _schema_tool(backend: Backend, timeout: float) -> Tool:
         Args:
             table: One table or view to describe in detail (`schema.table` allowed); omit for all tables.
         """
-        described: dict[str, Any] = await _in_thread(partial(backend.schema, table, timeout), timeout)
+        described: dict[str, Any] = await _in_thread(partial(backend.schema, table, timeout), timeout, backend.grace)
         return described
 
     return sql_schema
@@ -207,11 +207,11 @@ def _vet(analysis: Analysis, *, read_only: bool, allow_multiple: bool, with_para
                 )
 
 
-async def _in_thread(job: Any, timeout: float) -> Any:
+async def _in_thread(job: Any, timeout: float, grace: float) -> Any:
     """Run a blocking backend job in a thread; on timeout or cancellation, stop it on the server."""
     interrupt = Interrupt()
     try:
-        with anyio.fail_after(timeout + _GRACE):
+        with anyio.fail_after(timeout + grace):
             return await anyio.to_thread.run_sync(job, interrupt, abandon_on_cancel=True)
     except TimeoutError:
         with anyio.CancelScope(shield=True):
