@@ -146,7 +146,9 @@ class SqlLogBase:
 
     def _commit_calls(self, records: Sequence[CallRecord]) -> None:
         try:
-            rows = [self._codec.call_row(record) for record in records]
+            # Last write wins per call: a row queued twice in one batch is written once.
+            latest = {record.id: record for record in records}
+            rows = [self._codec.call_row(record) for record in latest.values()]
             self._run_batch(UPSERT_CALL, rows)
         except Exception as exc:  # noqa: BLE001 - a failing store never fails a call
             report_failure(self, f"writing {len(records)} call row(s)", exc)
