@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -81,10 +82,25 @@ def load_app(config_path: str | None = None, workspace: str | None = None) -> Ap
     return AppState(config=config, workspace=ws)
 
 
+def load_toolbox(reference: str) -> Toolbox:
+    """The toolbox `MODULE:NAME` names: a `Toolbox`, or a zero-argument function returning one."""
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--toolbox {reference!r}: expected MODULE:NAME, e.g. mypkg.tools:toolbox")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"--toolbox {reference!r}: {exc}") from exc
+    found = target() if callable(target) and not isinstance(target, Toolbox) else target
+    if not isinstance(found, Toolbox):
+        raise ConfigError(f"--toolbox {reference!r} is a {type(found).__name__}, not a Toolbox")
+    return found
+
+
 @contextlib.asynccontextmanager
-async def open_toolbox(app: AppState) -> AsyncIterator[Toolbox]:
-    """The standard toolbox plus the tools of every `[[mcp.servers]]`, connected for the block's duration."""
-    toolbox = app.standard_toolbox()
+async def open_toolbox(app: AppState, *, base: Toolbox | None = None) -> AsyncIterator[Toolbox]:
+    """The standard toolbox (or `base`) plus the tools of every `[[mcp.servers]]`, connected for the block."""
+    toolbox = base if base is not None else app.standard_toolbox()
     servers = app.config.mcp.servers
     if not servers:
         yield toolbox

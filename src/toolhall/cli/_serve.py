@@ -9,7 +9,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from ._app import load_app, open_toolbox
+from ._app import load_app, load_toolbox, open_toolbox
 from ._options import ConfigOption, RoleOption, WorkspaceOption
 from ._render import fail
 
@@ -25,13 +25,17 @@ def serve(
     token: Annotated[
         str | None, typer.Option("--token", help="Bearer token clients must send (default: $TOOLHALL_TOKEN, or new).")
     ] = None,
+    toolbox_ref: Annotated[
+        str | None,
+        typer.Option("--toolbox", help="Serve MODULE:NAME (a Toolbox, or a function returning one) instead."),
+    ] = None,
     role: RoleOption = None,
     config: ConfigOption = None,
     workspace: WorkspaceOption = None,
 ) -> None:
     """Serve the standard toolbox for this folder over MCP; every call goes through a logged session.
 
-    Example: toolhall serve --http --port 8765
+    Example: toolhall serve --http --port 8765   (or: toolhall serve --toolbox mypkg.tools:toolbox)
     """
     from .._session import Session
     from ..mcp._approval import ElicitingApprover
@@ -46,8 +50,10 @@ def serve(
         raise fail(f"refusing to bind {bind} (not loopback) without a token", code=2, hint="pass --token")
     secret = secret or new_token()
 
+    custom = load_toolbox(toolbox_ref) if toolbox_ref else None
+
     async def run() -> None:
-        async with open_toolbox(app) as toolbox:
+        async with open_toolbox(app, base=custom) as toolbox:
             session = Session(
                 toolbox,
                 workspace=app.workspace,
