@@ -210,9 +210,13 @@ class HttpEngine:
         state = _Exchange(url, cookies_changed=spec.clear_cookies)
         if spec.clear_cookies:
             cookies.clear()
+        timed_out = False
         try:
-            with anyio.move_on_after(spec.timeout) as deadline:
-                await self._follow(_Hop(url, spec.method, content, content_type), headers, cookies, spec, state)
+            try:
+                async with asyncio.timeout(spec.timeout):  # one deadline for every hop and the body
+                    await self._follow(_Hop(url, spec.method, content, content_type), headers, cookies, spec, state)
+            except TimeoutError:
+                timed_out = True
         except httpx.HTTPError as exc:
             error = _map_error(exc, state.url)
             raise ToolCallError(
@@ -225,7 +229,7 @@ class HttpEngine:
             if state.cookies_changed:
                 with anyio.CancelScope(shield=True):
                     await self.jars.save(ctx.store, ctx.session_id, cookies, ctx.logger)
-        if deadline.cancelled_caught:
+        if timed_out:
             raise ToolCallError(
                 f"{spec.method} {state.url} timed out after {spec.timeout:g} s while {state.phase}",
                 code="timeout",
@@ -272,10 +276,11 @@ class HttpEngine:
         request = client.build_request(hop.method, hop.url, headers=headers, content=hop.content)
         if hop.content_type and "content-type" not in request.headers:
             request.headers["Content-Type"] = hop.content_type
-        for name, value in self.secret_headers(hop.url):
+        for name, value in self.secret_headers(hop.url) if self.secrets else ():
             request.headers[name] = value  # configured secrets win over the model's header of that name
             state.secret_values.update(v for v in (value, value.partition(" ")[2]) if len(v) >= 6)
-        cookies.set_cookie_header(request)
+        if cookies.jar:  # (an empty CookieJar is falsy) the urllib-based lookup costs more than the rest
+            cookies.set_cookie_header(request)
         state.phase = "waiting for the response"
         return await client.send(request, stream=True)
 
