@@ -143,8 +143,13 @@ class Session:
         *,
         parent_id: str | None = None,
         limiter: anyio.CapacityLimiter | None = None,
+        context: ToolContext | None = None,
     ) -> ToolResult:
-        """Run one call through the pipeline; never raises (only the caller's own cancellation does)."""
+        """Run one call through the pipeline; never raises (only the caller's own cancellation does).
+
+        `context` lends the call what the caller knows (a progress reporter, `extra` data, such as the MCP
+        server's); the session sets ids, role, workspace and store itself.
+        """
         if isinstance(name_or_call, ToolCall):
             name, arguments, call_id = name_or_call.name, name_or_call.arguments, name_or_call.id
         else:
@@ -159,10 +164,15 @@ class Session:
         if not isinstance(validated, ValidatedCall):
             await self._book.refused(found.name, found, call_id, parent_id, arguments, validated)
             return validated
-        return await self._decide_and_run(found, validated, parent_id, limiter)
+        return await self._decide_and_run(found, validated, parent_id, limiter, context)
 
     async def _decide_and_run(
-        self, tool: Tool, validated: ValidatedCall, parent_id: str | None, limiter: anyio.CapacityLimiter | None
+        self,
+        tool: Tool,
+        validated: ValidatedCall,
+        parent_id: str | None,
+        limiter: anyio.CapacityLimiter | None,
+        lent: ToolContext | None = None,
     ) -> ToolResult:
         kwargs = validated.kwargs
         subjects = _subjects(tool, kwargs)
@@ -183,7 +193,7 @@ class Session:
                 return await self._refuse(
                     entry, validated, "denied", f"{tool.name} was denied: {reason}", decision, how
                 )
-        return await self._run(entry, tool, validated, limiter, how)
+        return await self._run(entry, tool, validated, limiter, how, lent)
 
     async def _approve(
         self,
@@ -216,10 +226,16 @@ class Session:
         return approval, "approver"
 
     async def _run(
-        self, entry: Any, tool: Tool, validated: ValidatedCall, limiter: anyio.CapacityLimiter | None, how: str
+        self,
+        entry: Any,
+        tool: Tool,
+        validated: ValidatedCall,
+        limiter: anyio.CapacityLimiter | None,
+        how: str,
+        lent: ToolContext | None = None,
     ) -> ToolResult:
         await self._book.running(entry, how)
-        context = self._context(validated) if tool.context_param is not None else None
+        context = self._context(validated, lent) if tool.context_param is not None else None
         try:
             result = await execute(validated, context, timeout=tool.timeout or self.default_timeout, limiter=limiter)
         except asyncio.CancelledError:
@@ -266,11 +282,14 @@ class Session:
         await self._book.finish(entry, result, status="ok", approval="dry_run")
         return result
 
-    def _context(self, validated: ValidatedCall) -> ToolContext:
-        return ToolContext(
+    def _context(self, validated: ValidatedCall, lent: ToolContext | None = None) -> ToolContext:
+        context = ToolContext(
             call_id=validated.call_id, session_id=self.session_id, role=self.role, worker=self.worker,
             workspace=self.workspace, extra=self.extra, store=self.log, caller=self._nested,
         )  # fmt: skip
+        if lent is None:
+            return context
+        return context.child(progress=lent.progress, extra={**self.extra, **lent.extra})
 
     async def _nested(self, name: str | ToolCall, arguments: Any = None, *, parent_id: str | None = None) -> ToolResult:
         return await self.call(name, arguments, parent_id=parent_id)

@@ -186,3 +186,25 @@ async def test_unknown_methods_answer_method_not_found_at_once(http_server: str)
             http_server, json={"jsonrpc": "2.0", "id": 2, "method": "server/unheard_of", "params": {}}, headers=headers
         )
     assert '"code":-32601' in response.text
+
+
+async def test_a_served_session_logs_calls_and_passes_progress_on() -> None:
+    """Serving a Session: policy applies, every call is logged, and progress still reaches the client."""
+    from toolhall import Policy, Session
+    from toolhall.testing import MemoryLog
+
+    log = MemoryLog()
+    session = Session(fixture_toolbox(), policy=Policy(deny=["broken"], allow=["slow"]), log=log)
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async with Client(build_server(session)) as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("slow", {"steps": 2}, progress_callback=on_progress)
+        refused = await client.call_tool("broken", {})
+        assert refused.is_error and "denied" in refused.content[0].text  # type: ignore[union-attr]
+    assert seen == [1, 2]
+    statuses = {record.tool: record.status for record in log.calls()}
+    assert statuses == {"slow": "cancelled", "broken": "denied"}

@@ -72,6 +72,7 @@ def call(
                 log=app.log_store(),
                 role=role or app.config.role,
                 max_output_chars=app.config.limits.max_output_chars,
+                default_timeout=app.config.limits.timeout,
                 dry_run=dry_run,
             )
             try:

@@ -62,6 +62,7 @@ def serve(
                 log=app.log_store(),
                 role=role or cfg.role or app.config.role,
                 max_output_chars=app.config.limits.max_output_chars,
+                default_timeout=app.config.limits.timeout,
             )
             try:
                 if not http:
