@@ -100,7 +100,7 @@ def _report(config_path: str | None) -> dict[str, Any]:
 
     report["isolation"] = _probe("isolation", isolation)
     report["optional"] = {
-        "ripgrep": bool(shutil.which("rg") or _optional("ripgrep")),
+        "ripgrep": _probe("ripgrep", lambda: importlib.import_module("toolhall.tools.search").find_ripgrep()),
         "psycopg (postgres)": _optional("psycopg"),
         "pymysql (mysql)": _optional("pymysql"),
         "ladybug (code graph)": _optional("ladybug"),
@@ -119,10 +119,20 @@ def _report(config_path: str | None) -> dict[str, Any]:
         report["sql"] = warnings
         if isinstance(warnings, list):
             report["problems"].extend(warnings)
+    root = Path(config.source).parent / config.workspace.root if config.source else Path.cwd()
+
+    def graph() -> Any:
+        options = config.tool_options("codegraph")
+        return importlib.import_module("toolhall.tools.codegraph").diagnose(root, options.get("db_path"))
+
+    notes = _probe("codegraph", graph)
+    report["codegraph"] = notes
+    if isinstance(notes, list):
+        report["problems"].extend(note for note in notes if str(note).startswith("warning"))
     iso = report["isolation"]
     if isinstance(iso, dict) and iso.get("error"):
         report["problems"].append(f"isolation: {iso['error']}")
-    elif isinstance(iso, dict) and iso.get("best") in (None, "none"):
+    elif isinstance(iso, dict) and iso.get("backend") in (None, "none"):
         report["problems"].append("no command isolation available: the shell tool refuses unless unconfined is allowed")
     report["effective"] = config.model_dump(mode="json", exclude={"source"})
     return report
@@ -140,6 +150,8 @@ def doctor(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     typer.echo(f"config:    {report['config']}")
     typer.echo(f"store:     {report['store']}")
     typer.echo(f"isolation: {report['isolation']}")
+    for note in report["codegraph"] if isinstance(report["codegraph"], list) else [report["codegraph"]]:
+        typer.echo(f"graph:     {note}")
     for name, present in report["optional"].items():
         typer.echo(f"  {'ok ' if present else 'no '} {name}")
     for problem in report["problems"]:
