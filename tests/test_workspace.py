@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolhall import DeniedPathError, OutsideWorkspaceError, Workspace, WorkspaceError
-from toolhall import _openat2
+from toolhall import DeniedPathError, OutsideWorkspaceError, Workspace, WorkspaceError, _openat2
 
 
 @pytest.fixture(params=["openat2", "walk"])

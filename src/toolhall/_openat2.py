@@ -17,10 +17,11 @@ from typing import Final
 
 from ._errors import OutsideWorkspaceError, WorkspaceError
 
-__all__ = ["available", "open_beneath", "walk"]
+__all__ = ["available", "open_beneath", "open_direct", "walk"]
 
 _SYS_OPENAT2: Final = 437  # the same number on every architecture using the unified syscall table
 _RESOLVE_NO_MAGICLINKS: Final = 0x02
+_RESOLVE_NO_SYMLINKS: Final = 0x04
 _RESOLVE_BENEATH: Final = 0x08
 _MAX_LINKS: Final = 40
 _RETRIES: Final = 16
@@ -44,13 +45,13 @@ class _RacedError(Exception):
     """A component changed between the lstat and the open; the walk starts again."""
 
 
-def _raw(dir_fd: int, rel: str, flags: int, mode: int) -> int:
+def _raw(dir_fd: int, rel: str, flags: int, mode: int, resolve: int = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS) -> int:
     if _syscall is None:
         raise OSError(errno.ENOSYS, "openat2 is not available")
     how = _OpenHow(
         flags | os.O_CLOEXEC,
         mode if flags & os.O_CREAT or (flags & os.O_TMPFILE) == os.O_TMPFILE else 0,
-        _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS,
+        resolve,
     )
     fd = int(
         _syscall(
@@ -74,6 +75,23 @@ def available(dir_fd: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def open_direct(root_fd: int, rel: str, flags: int, mode: int = 0o644) -> int | None:
+    """Open `rel` beneath `root_fd` if no symlink lies on the way (the common case); else None.
+
+    With no symlink followed, the descriptor is exactly at `rel`, so callers can skip asking /proc where it is.
+    """
+    for _ in range(_RETRIES):
+        try:
+            return _raw(root_fd, rel, flags, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_SYMLINKS)
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:
+                continue
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                return None
+            _reraise(exc, rel)
+    return None
 
 
 def open_beneath(root_fd: int, rel: str, flags: int, mode: int = 0o644) -> int:

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import os
 import posixpath
+import re
 import secrets
 import stat
 from collections.abc import Iterable
@@ -44,26 +45,37 @@ MAX_PATH_BYTES: Final = 4096
 MAX_NAME_BYTES: Final = 255
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _TMP_SUFFIX: Final = ".toolhall-tmp"
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
 
 
 class _Rules:
     """Compiled deny globs (gitignore syntax) that remember which glob matched."""
 
-    __slots__ = ("globs", "_any", "_each")
+    __slots__ = ("globs", "_any", "_each", "_cache")
 
     def __init__(self, globs: Iterable[str]) -> None:
         self.globs = tuple(dict.fromkeys(globs))
         self._any = pathspec.PathSpec.from_lines("gitignore", self.globs)
         self._each = [(g, pathspec.PathSpec.from_lines("gitignore", [g])) for g in self.globs]
+        self._cache: dict[str, str | None] = {}
 
     def match(self, rel: str) -> str | None:
         """The first glob matching `rel`, or a child of `rel` when it is a folder holding denied paths."""
         if rel == ".":
             return None
+        try:
+            return self._cache[rel]
+        except KeyError:
+            pass
+        found = None
         for probe in (rel, rel + "/\x00"):
             if self._any.match_file(probe):
-                return next(g for g, spec in self._each if spec.match_file(probe))
-        return None
+                found = next(g for g, spec in self._each if spec.match_file(probe))
+                break
+        if len(self._cache) > 8192:  # bounded: a listing of a huge tree must not grow it without end
+            self._cache.clear()
+        self._cache[rel] = found
+        return found
 
 
 class Workspace:
@@ -157,8 +169,9 @@ class Workspace:
             raise WorkspaceError("path must be text, not bytes")
         if not text:
             raise WorkspaceError("path is empty; use '.' for the workspace root")
-        bad = next((ch for ch in text if ord(ch) < 0x20 or ord(ch) == 0x7F), None)
-        if bad is not None:
+        control = _CONTROL.search(text)
+        if control is not None:
+            bad = control.group()
             raise WorkspaceError(f"path contains a control character ({bad!r}); paths may not hold NUL or controls")
         if len(text.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
             raise WorkspaceError(f"path is too long ({len(text)} characters; at most {MAX_PATH_BYTES} bytes)")
@@ -244,6 +257,9 @@ class Workspace:
     def _open_beneath(self, rel: str, flags: int, mode: int = 0o644) -> tuple[int, str]:
         """Open `rel` beneath the root; return the descriptor and the real relative path it reached."""
         if self._use_openat2:
+            direct = _openat2.open_direct(self._root_fd, rel, flags, mode)
+            if direct is not None:
+                return direct, rel
             fd = _openat2.open_beneath(self._root_fd, rel, flags, mode)
             try:
                 return fd, self._fd_relative(fd)

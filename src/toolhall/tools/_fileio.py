@@ -15,7 +15,6 @@ from .._errors import ToolCallError
 from .._workspace import Workspace
 
 __all__ = [
-    "FileText",
     "FilesConfig",
     "LineRange",
     "decode",
@@ -115,17 +114,6 @@ def number_lines(lines: list[str], first: int, max_line_chars: int) -> str:
     return "\n".join(out)
 
 
-@dataclass(slots=True)
-class FileText:
-    """A whole text file, decoded."""
-
-    data: bytes
-    text: str
-    encoding: str
-    newline: str
-    """The dominant line ending: `"\\r\\n"` or `"\\n"`."""
-
-
 def read_all(fd: int, size_hint: int) -> bytes:
     """Read a descriptor to the end."""
     chunks: list[bytes] = []
@@ -134,14 +122,6 @@ def read_all(fd: int, size_hint: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
-
-
-def file_text(data: bytes) -> FileText:
-    """Decode a whole file and note its line ending."""
-    text, encoding = decode(data)
-    crlf = text.count("\r\n")
-    newline = "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
-    return FileText(data=data, text=text, encoding=encoding, newline=newline)
 
 
 @dataclass(slots=True)

@@ -9,7 +9,6 @@ the change.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import threading
 from collections import deque
@@ -22,7 +21,8 @@ from .._errors import ToolCallError
 from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
-from ._fileio import FilesConfig, FileText, encode, file_text, fs_errors, human_size, number_lines, read_all, sniff
+from ._fileio import FilesConfig, fs_errors, human_size, number_lines, read_all, sniff
+from ._textdoc import TextDoc
 
 __all__ = ["History", "current_bytes", "edit_tools", "toolbox"]
 
@@ -36,9 +36,9 @@ class History:
     def __init__(self, depth: int = 10) -> None:
         self.depth = depth
         self._lock = threading.Lock()
-        self._stacks: dict[tuple[str | None, str], deque[tuple[bytes | None, str]]] = {}
+        self._stacks: dict[tuple[str | None, str], deque[tuple[bytes | None, Signature]]] = {}
 
-    def record(self, session: str | None, rel: str, before: bytes | None | bool, after: bytes) -> None:
+    def record(self, session: str | None, rel: str, before: bytes | None | bool, after: Signature) -> None:
         """Remember an edit; `before` is the old content, None for a new file, False when it was too big."""
         if self.depth <= 0:
             return
@@ -47,22 +47,38 @@ class History:
                 self._stacks.pop((session, rel), None)
                 return
             stack = self._stacks.setdefault((session, rel), deque(maxlen=self.depth))
-            stack.append((before if isinstance(before, bytes) else None, _digest(after)))
+            stack.append((before if isinstance(before, bytes) else None, after))
 
-    def pop(self, session: str | None, rel: str) -> tuple[bytes | None, str] | None:
+    def pop(self, session: str | None, rel: str) -> tuple[bytes | None, Signature] | None:
         """The most recent edit of `rel` in this session, removed from the history."""
         with self._lock:
             stack = self._stacks.get((session, rel))
             return stack.pop() if stack else None
 
-    def push(self, session: str | None, rel: str, item: tuple[bytes | None, str]) -> None:
+    def retarget(self, session: str | None, rel: str, after: Signature | None) -> None:
+        """After an undo, the file is again in the previous edit's after-state, under a new signature."""
+        with self._lock:
+            stack = self._stacks.get((session, rel))
+            if stack and after is not None:
+                stack[-1] = (stack[-1][0], after)
+
+    def push(self, session: str | None, rel: str, item: tuple[bytes | None, Signature]) -> None:
         """Put an edit back (when undoing it failed)."""
         with self._lock:
             self._stacks.setdefault((session, rel), deque(maxlen=self.depth)).append(item)
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+Signature = tuple[int, int, int]
+"""(inode, size, mtime_ns) of a file just after an edit: an atomic replace or in-place write changes it."""
+
+
+def signature(ws: Workspace, rel: str) -> Signature | None:
+    """The file's current signature, or None when it is gone."""
+    try:
+        st = ws.stat(rel)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def current_bytes(ws: Workspace, rel: str, cap: int) -> bytes | None | bool:
@@ -78,7 +94,7 @@ def current_bytes(ws: Workspace, rel: str, cap: int) -> bytes | None | bool:
         os.close(fd)
 
 
-def _load(ws: Workspace, path: str, cfg: FilesConfig) -> tuple[str, FileText, os.stat_result]:
+def _load(ws: Workspace, path: str, cfg: FilesConfig) -> tuple[str, TextDoc, os.stat_result]:
     rel = ws.resolve(path, write=True).relative_to(ws.root).as_posix()
     fd = ws.open(rel, os.O_RDONLY)
     try:
@@ -100,11 +116,11 @@ def _load(ws: Workspace, path: str, cfg: FilesConfig) -> tuple[str, FileText, os
             code="invalid_input",
             details={"reason": "binary", "mime_type": mime},
         )
-    return rel, file_text(data), st
+    return rel, TextDoc.from_bytes(data), st
 
 
-def _save(ws: Workspace, rel: str, ft: FileText, new_text: str, st: os.stat_result, cfg: FilesConfig) -> bytes:
-    data = encode(new_text, ft.encoding)
+def _save(ws: Workspace, rel: str, doc: TextDoc, body: bytes, st: os.stat_result, cfg: FilesConfig) -> Signature | None:
+    data = doc.save(body)
     if len(data) > cfg.max_write_bytes:
         raise ToolCallError(
             f"the edited file would be {human_size(len(data))}, over the {human_size(cfg.max_write_bytes)} cap",
@@ -119,36 +135,43 @@ def _save(ws: Workspace, rel: str, ft: FileText, new_text: str, st: os.stat_resu
             details={"reason": "changed"},
         )
     ws.atomic_write(rel, data)
-    return data
+    return signature(ws, rel)
 
 
-def _snippet(text: str, newline: str, first_line: int, changed_lines: int, cfg: FilesConfig) -> str:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+def _snippet(doc: TextDoc, body: bytes, start: int, end: int, cfg: FilesConfig) -> str:
+    """Numbered lines from a few before `start` to a few after `end`, without splitting the whole body."""
+    lo = body.rfind(b"\n", 0, start) + 1
+    for _ in range(_SNIPPET):
+        if lo == 0:
+            break
+        lo = body.rfind(b"\n", 0, lo - 1) + 1
+    hi = max(end - 1, start)
+    for _ in range(_SNIPPET + 1):
+        nxt = body.find(b"\n", hi)
+        if nxt < 0:
+            hi = len(body)
+            break
+        hi = nxt + 1
+    lines = [part.removesuffix("\r") for part in body[lo:hi].decode(doc.codec, "replace").split("\n")]
+    if lines and lines[-1] == "" and hi > lo:
         lines.pop()
-    lo = max(first_line - _SNIPPET, 1)
-    hi = min(first_line + changed_lines - 1 + _SNIPPET, len(lines))
-    shown = [line.removesuffix("\r") if newline == "\r\n" else line for line in lines[lo - 1 : hi]]
-    return number_lines(shown, lo, cfg.max_line_chars)
+    return number_lines(lines, doc.line_of(lo, body), cfg.max_line_chars)
 
 
-def _adapt(ft: FileText, old: str, new: str) -> tuple[str, str]:
-    """Spell old/new with the file's line endings, so a CRLF file can be edited with plain `\\n` text."""
-    if ft.newline != "\r\n" or "\r" in old:
-        return old, new
-    crlf_old = old.replace("\n", "\r\n")
-    crlf_new = new.replace("\r\n", "\n").replace("\n", "\r\n")
-    if crlf_old in ft.text or old not in ft.text:
+def _adapt(doc: TextDoc, old: str, new: str) -> tuple[bytes, bytes]:
+    """Spell old/new in the body's codec and line endings, so a CRLF file can be edited with `\\n` text."""
+    old_b, new_b = doc.encode(old, "old_str"), doc.encode(new, "new_str")
+    if doc.newline != b"\r\n" or "\r" in old:
+        return old_b, new_b
+    crlf_old = old_b.replace(b"\n", b"\r\n")
+    crlf_new = new_b.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if crlf_old in doc.body or old_b not in doc.body:
         return crlf_old, crlf_new
-    return old, new
+    return old_b, new_b
 
 
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
-def _no_match(rel: str, ft: FileText, old: str) -> ToolCallError:
-    lines = ft.text.split("\n")[:_SUGGEST_SCAN]
+def _no_match(rel: str, doc: TextDoc, old: str) -> ToolCallError:
+    lines = doc.text().split("\n")[:_SUGGEST_SCAN]
     probe = next((line.strip() for line in old.split("\n") if line.strip()), old.strip())
     stripped = [line.strip() for line in lines]
     close = difflib.get_close_matches(probe, stripped, n=3, cutoff=0.6) if probe else []
@@ -163,14 +186,14 @@ def _no_match(rel: str, ft: FileText, old: str) -> ToolCallError:
     return ToolCallError(message, code="execution_error", details={"reason": "no_match", "closest": hints})
 
 
-def _ambiguous(rel: str, ft: FileText, needle: str, count: int) -> ToolCallError:
+def _ambiguous(rel: str, doc: TextDoc, needle: bytes, count: int) -> ToolCallError:
     lines: list[int] = []
     start = 0
     while len(lines) < 50:
-        index = ft.text.find(needle, start)
+        index = doc.body.find(needle, start)
         if index < 0:
             break
-        lines.append(_line_of(ft.text, index))
+        lines.append(doc.line_of(index))
         start = index + 1
     return ToolCallError(
         f"Found {count} matches of old_str in {rel!r} (at lines {lines}); nothing was replaced. "
@@ -203,19 +226,20 @@ def edit_tools(cfg: FilesConfig, history: History) -> list[Tool]:
         if old_str == new_str:
             raise ToolCallError("old_str and new_str are identical; nothing to change", code="invalid_input")
         with fs_errors(path):
-            rel, ft, st = _load(ws, path, cfg)
-            needle, replacement = _adapt(ft, old_str, new_str)
-            count = ft.text.count(needle)
+            rel, doc, st = _load(ws, path, cfg)
+            needle, replacement = _adapt(doc, old_str, new_str)
+            count = doc.body.count(needle)
             if count == 0:
-                raise _no_match(rel, ft, old_str)
+                raise _no_match(rel, doc, old_str)
             if count > 1 and not replace_all:
-                raise _ambiguous(rel, ft, needle, count)
-            first = ft.text.find(needle)
-            new_text = ft.text.replace(needle, replacement, -1 if replace_all else 1)
-            data = _save(ws, rel, ft, new_text, st, cfg)
-        history.record(ctx.session_id, rel, ft.data, data)
-        line = _line_of(new_text, first)
-        snippet = _snippet(new_text, ft.newline, line, replacement.count("\n") + 1, cfg)
+                raise _ambiguous(rel, doc, needle, count)
+            first = doc.body.find(needle)
+            body = doc.body.replace(needle, replacement, -1 if replace_all else 1)
+            after = _save(ws, rel, doc, body, st, cfg)
+        if after is not None:
+            history.record(ctx.session_id, rel, doc.original, after)
+        line = doc.line_of(first, body)
+        snippet = _snippet(doc, body, first, first + len(replacement), cfg)
         what = f"{count} occurrences" if count > 1 else "1 occurrence"
         return f"Edited {rel}: replaced {what} (first at line {line}).\n{snippet}"
 
@@ -236,11 +260,12 @@ def edit_tools(cfg: FilesConfig, history: History) -> list[Tool]:
         """
         ws = cfg.workspace_for(ctx)
         with fs_errors(path):
-            rel, ft, st = _load(ws, path, cfg)
-            new_text = _insert(ft, line, text)
-            data = _save(ws, rel, ft, new_text, st, cfg)
-        history.record(ctx.session_id, rel, ft.data, data)
-        snippet = _snippet(new_text, ft.newline, line + 1, max(text.count("\n"), 1), cfg)
+            rel, doc, st = _load(ws, path, cfg)
+            body, start, end = _insert(doc, line, text)
+            after = _save(ws, rel, doc, body, st, cfg)
+        if after is not None:
+            history.record(ctx.session_id, rel, doc.original, after)
+        snippet = _snippet(doc, body, start, end, cfg)
         return f"Inserted {len(text.splitlines()) or 1} line(s) into {rel} after line {line}.\n{snippet}"
 
     @tool(subject="path", open_world=False, destructive=True, idempotent=False)
@@ -258,26 +283,26 @@ def edit_tools(cfg: FilesConfig, history: History) -> list[Tool]:
     return [edit_file, insert_text, undo_edit]
 
 
-def _insert(ft: FileText, line: int, text: str) -> str:
-    body, nl = ft.text, ft.newline
-    total = body.count("\n") + (1 if body and not body.endswith("\n") else 0)
+def _insert(doc: TextDoc, line: int, text: str) -> tuple[bytes, int, int]:
+    """The new body with `text` after line `line`, and where the inserted bytes start and end."""
+    body, nl = doc.body, doc.newline
+    total = doc.line_count()
     if line > total:
         raise ToolCallError(
             f"line {line} is past the end of the file, which has {total} lines; use 0..{total}",
             code="invalid_input",
             details={"reason": "line_out_of_range", "lines": total},
         )
-    insert = text.replace("\r\n", "\n").replace("\n", nl)
+    insert = doc.encode(text, "text").replace(b"\r\n", b"\n").replace(b"\n", nl)
     if not insert.endswith(nl):
         insert += nl
-    if line == 0:
-        return insert + body
-    if line == total and body and not body.endswith("\n"):
-        return body + nl + insert.removesuffix(nl)
+    if line == total and body and not body.endswith(b"\n"):
+        insert = nl + insert.removesuffix(nl)
+        return body + insert, len(body) + len(nl), len(body) + len(insert)
     pos = 0
     for _ in range(line):
-        pos = body.index("\n", pos) + 1
-    return body[:pos] + insert + body[pos:]
+        pos = body.index(b"\n", pos) + 1
+    return body[:pos] + insert + body[pos:], pos, pos + len(insert)
 
 
 def _undo(ws: Workspace, rel: str, history: History, session: str | None, cfg: FilesConfig) -> str:
@@ -286,9 +311,8 @@ def _undo(ws: Workspace, rel: str, history: History, session: str | None, cfg: F
         raise ToolCallError(
             f"no edit of {rel!r} in this session to undo", code="not_found", details={"reason": "no_history"}
         )
-    before, after_digest = item
-    now = current_bytes(ws, rel, cfg.max_write_bytes)
-    if not isinstance(now, bytes) or _digest(now) != after_digest:
+    before, after = item
+    if signature(ws, rel) != after:
         history.push(session, rel, item)
         raise ToolCallError(
             f"{rel!r} has changed since the last edit, so undoing it would lose those changes",
@@ -303,6 +327,7 @@ def _undo(ws: Workspace, rel: str, history: History, session: str | None, cfg: F
             os.close(pfd)
         return f"Undid the last edit of {rel}: the file did not exist before, so it was removed."
     ws.atomic_write(rel, before)
+    history.retarget(session, rel, signature(ws, rel))
     return f"Undid the last edit of {rel}: restored {human_size(len(before))}."
 
 

@@ -134,7 +134,9 @@ def file_tools(cfg: FilesConfig, history: edit.History) -> list[Tool]:
             rel = ws.resolve(path, write=True).relative_to(ws.root).as_posix()
             before = edit.current_bytes(ws, rel, cfg.max_write_bytes)
             written = ws.atomic_write(rel, data)
-        history.record(ctx.session_id, rel, before, data)
+            after = edit.signature(ws, rel)
+        if after is not None:
+            history.record(ctx.session_id, rel, before, after)
         return {"path": rel, "bytes_written": written, "created": before is None}
 
     @tool(subject="path", open_world=False, destructive=False, idempotent=False)
