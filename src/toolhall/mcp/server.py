@@ -12,6 +12,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
+from urllib.parse import unquote_to_bytes
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -106,6 +107,12 @@ class BearerTokenMiddleware:
         self.open_paths = tuple(open_paths)
 
     def _presented(self, scope: Scope) -> bytes | None:
+        # The console's sign-in link (`/?token=...`): accepted on that one page, which sets the cookie.
+        if scope.get("method") == "GET" and scope.get("path") == "/":
+            for pair in scope.get("query_string", b"").split(b"&"):
+                name, _, value = pair.partition(b"=")
+                if name == b"token":
+                    return unquote_to_bytes(value.replace(b"+", b" "))
         for key, value in scope.get("headers", []):
             if key == b"authorization" and value[:7].lower() == b"bearer ":
                 return bytes(value[7:].strip())

@@ -1,0 +1,128 @@
+"""A real toolhall HTTP server (MCP + console) on loopback, run in a thread, with an agent session on it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import uvicorn
+
+from toolhall import Session, SqliteLog, Toolbox, ToolResult, tool
+from toolhall.console import QueueApprover, console_routes
+from toolhall.mcp.server import http_app
+
+T = TypeVar("T")
+
+TOKEN = "console-test-token-0123456789"
+XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+@tool(read_only=True)
+def echo(text: str) -> str:
+    """Say it back.
+
+    Args:
+        text: what to say.
+    """
+    return text
+
+
+@tool(subject="path")
+def write_note(path: str, content: str) -> str:
+    """Write a note (asks first: it changes things).
+
+    Args:
+        path: where.
+        content: what.
+    """
+    return f"wrote {len(content)} characters to {path}"
+
+
+@tool(read_only=True)
+def leak() -> str:
+    """Return markup that must show as text."""
+    return XSS
+
+
+@tool(read_only=True)
+def big() -> dict[str, Any]:
+    """A long structured output."""
+    return {"rows": [{"n": i, "text": f"line {i}"} for i in range(400)]}
+
+
+def free_port() -> int:
+    """A port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Console:
+    """A running server: its base URL, token, store, the agent's session and the server's loop."""
+
+    url: str
+    token: str
+    store: Any
+    session: Session
+    loop: asyncio.AbstractEventLoop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Run a coroutine on the server's loop (as the MCP transport would)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Future[ToolResult]:
+        """Start an agent call through the session; returns its future."""
+        return self.submit(self.session.call(name, arguments or {}))
+
+
+def run_server(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread, asyncio.AbstractEventLoop]:
+    """Serve `app` on loopback in a thread; returns once it accepts connections."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        thread.join(0.025)
+    assert server.started, "the test server did not start"
+    return server, thread, loop
+
+
+@pytest.fixture
+def make_console(tmp_path: Path) -> Iterator[Callable[..., Console]]:
+    """Build and start a console server over a store (SQLite in tmp_path by default)."""
+    started: list[tuple[uvicorn.Server, threading.Thread, asyncio.AbstractEventLoop, Any, bool]] = []
+
+    def make(
+        store: Any = None, *, approval_timeout: float | None = 60.0, approver_timeout: float = 60.0, **options: Any
+    ) -> Console:
+        owned = store is None
+        store = store if store is not None else SqliteLog(tmp_path / "state.db")
+        toolbox = Toolbox([echo, write_note, leak, big])
+        session = Session(toolbox, log=store, approver=QueueApprover(store, timeout=approver_timeout))
+        port = free_port()
+        routes = console_routes(store, token=TOKEN, approval_timeout=approval_timeout, interval=0.1, **options)
+        app = http_app(session, token=TOKEN, host="127.0.0.1", port=port, routes=routes)
+        server, thread, loop = run_server(app, port)
+        started.append((server, thread, loop, store, owned))
+        return Console(f"http://127.0.0.1:{port}", TOKEN, store, session, loop)
+
+    yield make
+    for server, thread, loop, store, owned in started:
+        server.should_exit = True
+        thread.join(10)
+        loop.close()
+        if owned:
+            store.close()
