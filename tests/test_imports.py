@@ -44,6 +44,17 @@ def test_import_loads_no_heavy_dependency(code: str) -> None:
     assert loaded & set(HEAVY) == set(), f"{code!r} loaded {sorted(loaded & set(HEAVY))}"
 
 
+def test_bare_import_defers_pydantic_and_anyio() -> None:
+    """`import toolhall` alone loads neither pydantic nor anyio: public names load on first use."""
+    loaded = _loaded_after("import toolhall")
+    assert {"pydantic", "pydantic_core", "anyio"} & loaded == set()
+
+
+def test_first_use_of_a_name_loads_it() -> None:
+    """Touching `toolhall.Toolbox` loads the core, so lazy names behave like plain attributes."""
+    assert {"pydantic", "anyio"} <= _loaded_after("import toolhall; toolhall.Toolbox")
+
+
 def test_defining_and_calling_a_tool_loads_no_heavy_dependency() -> None:
     """A tool can be defined, exported and called without pulling in httpx, mcp, rich and the rest."""
     code = (
