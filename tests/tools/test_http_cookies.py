@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -110,3 +111,14 @@ async def test_failing_store_never_fails_the_request(server: Server, caplog: pyt
     result = await fetch(make(server), server.url("/set-cookie?sid=abc"), session("s7", MemoryState(fail=True)))
     assert result.ok and result.data["status"] == 200
     assert "could not load the HTTP cookie jar" in caplog.text and "could not save" in caplog.text
+
+
+async def test_concurrent_calls_of_one_session_share_the_jar(server: Server) -> None:
+    """Cookies set by calls running at the same time all land in the session's one jar."""
+    store = MemoryState()
+    tb = make(server)
+    ctx = session("s8", store)
+    await asyncio.gather(*(fetch(tb, server.url(f"/set-cookie?c{i}={i}"), ctx) for i in range(4)))
+    sent = (await fetch(tb, server.url("/cookies"), ctx)).data["json"]["cookie"]
+    assert sorted(sent.split("; ")) == [f"c{i}={i}" for i in range(4)]
+    assert len(json.loads(store.values[("s8", "http.cookies")])) == 4

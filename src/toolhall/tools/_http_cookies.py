@@ -97,6 +97,9 @@ class CookieJars:
                 text = None
             if text:
                 load_cookies(text, cookies.jar)
+            entry = self._jars.get(key)
+            if entry is not None and entry[0] is store:
+                return entry[1]  # a concurrent call of the same session loaded it first: share that jar
         # The store is kept in the entry so its id cannot be reused by another store while cached.
         self._jars[key] = (store, cookies)
         while len(self._jars) > self.max_sessions:

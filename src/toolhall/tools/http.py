@@ -7,6 +7,18 @@ in every spelling), and the socket is opened to the address that was checked. Re
 hop by hop, each hop checked the same way. A user who wants the agent to reach a local service allows it
 explicitly: `toolbox(allow_hosts=["127.0.0.1:8080"])`.
 
+Cookies: each session (the call context's `session_id`) has its own jar. With a store in the context
+(`ctx.store`, the session's log store) the jar is saved under the session's `http.cookies` state key after
+every response that sets cookies, so a later process continuing the same session id continues the jar;
+without one it lives in memory (calls without a session share one jar per toolbox). The model clears the
+jar with `clear_cookies=true` on a request. Cookie values never appear in results (`Set-Cookie` headers
+show `name=<hidden>`), and the jar is never shared between sessions.
+
+Configuration (`toolhall.toml`, `[tools.http]`): `allow_hosts`, `deny_hosts`, `timeout`, `max_bytes`,
+`max_redirects`, `block_private`, `verify`, and a `[tools.http.secrets]` table whose keys are hosts and
+whose values are an Authorization value or a table of headers (use `"env:NAME"` to keep tokens out of the
+file); they map one to one onto `toolbox(...)`.
+
 Example:
     ```python
     from toolhall.tools import http
