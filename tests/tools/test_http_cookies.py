@@ -6,10 +6,11 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from toolhall import Toolbox, ToolContext, ToolResult
+from toolhall import Policy, Session, SqliteLog, Toolbox, ToolContext, ToolResult
 from toolhall.tools import http
 
 from ._http_support import MemoryState, Server, StaticResolver, running
@@ -122,3 +123,29 @@ async def test_concurrent_calls_of_one_session_share_the_jar(server: Server) -> 
     sent = (await fetch(tb, server.url("/cookies"), ctx)).data["json"]["cookie"]
     assert sorted(sent.split("; ")) == [f"c{i}={i}" for i in range(4)]
     assert len(json.loads(store.values[("s8", "http.cookies")])) == 4
+
+
+async def test_session_with_sqlite_log_continues_the_jar_in_a_new_process(server: Server, tmp_path: Path) -> None:
+    """Through `Session` and `SqliteLog`: a later session with the same id (new store, new toolbox) sends the
+    cookies; the logged output shows no cookie value and no configured secret."""
+    db = tmp_path / "state.db"
+    secrets = {f"http://127.0.0.1:{server.port}": "tok-logged-never-123"}
+    policy = Policy(allow=["http_request"])
+
+    first_log = SqliteLog(db)
+    first = Session(
+        http.toolbox(allow_hosts=["127.0.0.1"], secrets=secrets), log=first_log, policy=policy, session_id="run-1"
+    )
+    assert (await first.call("http_request", {"url": server.url("/set-cookie?sid=from-run-1")})).ok
+    echoed = await first.call("http_request", {"url": server.url("/echo")})
+    assert echoed.ok
+    first_log.close()
+
+    later_log = SqliteLog(db)
+    later = Session(http.toolbox(allow_hosts=["127.0.0.1"]), log=later_log, policy=policy, session_id="run-1")
+    result = await later.call("http_request", {"url": server.url("/cookies")})
+    assert result.data["json"]["cookie"] == "sid=from-run-1"
+    logged = json.dumps([(r.input, r.output, r.data) for r in later_log.calls(session_id="run-1")], default=str)
+    assert "from-run-1" in logged  # the /cookies echo itself, which is the server's body
+    assert "sid=<hidden>" in logged and "tok-logged-never-123" not in logged
+    later_log.close()

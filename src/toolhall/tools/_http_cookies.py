@@ -13,6 +13,7 @@ from collections import OrderedDict
 from http.cookiejar import Cookie, CookieJar
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import httpx
 
@@ -80,6 +81,8 @@ class CookieJars:
     def __init__(self, max_sessions: int = 256) -> None:
         self.max_sessions = max_sessions
         self._jars: OrderedDict[tuple[int, str], tuple[Any, httpx.Cookies]] = OrderedDict()
+        # One lock per store: a save dumps and writes under it, so an older snapshot never lands last.
+        self._locks: dict[int, tuple[Any, anyio.Lock]] = {}
 
     async def get(self, store: Any, session_id: str | None, logger: logging.Logger) -> httpx.Cookies:
         """The session's jar, loaded from `store` the first time it is seen."""
@@ -110,11 +113,15 @@ class CookieJars:
         """Persist the session's jar (a no-op without a store or session id); an empty jar deletes the key."""
         if store is None or not session_id:
             return
-        text = dump_cookies(cookies.jar)
+        held = self._locks.get(id(store))
+        if held is None or held[0] is not store:
+            held = self._locks[id(store)] = (store, anyio.Lock())
         try:
-            if text == "[]":
-                await anyio.to_thread.run_sync(store.delete_state, session_id, STATE_KEY)
-            else:
-                await anyio.to_thread.run_sync(store.set_state, session_id, STATE_KEY, text)
+            async with held[1]:
+                text = dump_cookies(cookies.jar)
+                if text == "[]":
+                    await anyio.to_thread.run_sync(store.delete_state, session_id, STATE_KEY)
+                else:
+                    await anyio.to_thread.run_sync(store.set_state, session_id, STATE_KEY, text)
         except Exception as exc:  # noqa: BLE001 - a failing store must not fail the request
             logger.warning("could not save the HTTP cookie jar of session %s: %s", session_id, exc)
