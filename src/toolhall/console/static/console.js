@@ -325,7 +325,8 @@
       el("div", { class: "actions" },
         button("Approve", "approve", "approve", "call", "run this call"),
         button("Approve for session", "", "approve", "tool", "run this tool without asking for the rest of the session"),
-        subjects.length ? button("Approve these subjects", "", "approve", "subject", "run this tool on these subjects without asking for the rest of the session") : null,
+        subjects.length ? button("Approve these subjects", "", "approve", "subject", "run this tool on these subjects without asking for the rest of the session") : null),
+      el("div", { class: "actions" },
         reason,
         button("Deny", "deny", "deny", "call", "refuse this call; the agent gets the reason")),
       error);
@@ -344,7 +345,7 @@
     const stats = state.stats;
     if (!stats) return;
     const t = stats.totals;
-    $("totals").textContent = `${t.calls} calls · ${t.errors} errors · ${t.denied} denied · ${t.running} running`;
+    $("totals").textContent = `${t.calls} calls · ${t.errors} errors · ${t.denied} denied · ${t.running} running · ${t.pending} waiting`;
     const chart = $("chart");
     clear(chart);
     const max = Math.max(1, ...stats.per_minute.map((m) => m.calls));
