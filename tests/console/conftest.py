@@ -57,6 +57,12 @@ def big() -> dict[str, Any]:
     return {"rows": [{"n": i, "text": f"line {i}"} for i in range(400)]}
 
 
+@tool(read_only=True)
+def huge() -> str:
+    """An output longer than the model may see."""
+    return "".join(f"{i:07d}\n" for i in range(15_000))
+
+
 def free_port() -> int:
     """A port nobody listens on right now."""
     with socket.socket() as sock:
@@ -110,7 +116,7 @@ def make_console(tmp_path: Path) -> Iterator[Callable[..., Console]]:
     ) -> Console:
         owned = store is None
         store = store if store is not None else SqliteLog(tmp_path / "state.db")
-        toolbox = Toolbox([echo, write_note, leak, big])
+        toolbox = Toolbox([echo, write_note, leak, big, huge])
         session = Session(toolbox, log=store, approver=QueueApprover(store, timeout=approver_timeout))
         port = free_port()
         routes = console_routes(store, token=TOKEN, approval_timeout=approval_timeout, interval=0.1, **options)
