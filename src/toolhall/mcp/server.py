@@ -10,6 +10,8 @@ import asyncio
 import contextvars
 import hmac
 import secrets
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes
@@ -26,7 +28,15 @@ from .._context import ToolContext
 from .._result import ToolCall, ToolResult
 from ._convert import result_to_mcp, tool_to_mcp
 
-__all__ = ["ServeTarget", "build_server", "current_request", "http_app", "serve_http", "serve_stdio"]
+__all__ = [
+    "ServeTarget",
+    "build_server",
+    "current_request",
+    "http_app",
+    "send_client_log",
+    "serve_http",
+    "serve_stdio",
+]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -36,6 +46,42 @@ _request: contextvars.ContextVar[Any] = contextvars.ContextVar("toolhall_mcp_req
 def current_request() -> Any:
     """The MCP request being served on this task (for approvers that ask the client), or None."""
     return _request.get()
+
+
+_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+# The level each client connection asked for with `logging/setLevel` (keyed by the SDK's connection object,
+# which has no public handle; without it every level is sent, as the handshake-era SDK does).
+_client_levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _connection_of(ctx: Any) -> Any:
+    return getattr(ctx.session, "_connection", None)
+
+
+async def send_client_log(level: str, data: Any, *, logger: str | None = None) -> bool:
+    """Send a log message to the MCP client of the call being served (a tool may call this).
+
+    Messages below the level the client set with `logging/setLevel` are dropped. Returns whether it was sent
+    (False outside an MCP call, or when filtered out).
+    """
+    ctx = _request.get()
+    if ctx is None or level not in _LOG_LEVELS:
+        return False
+    connection = _connection_of(ctx)
+    wanted = _client_levels.get(connection, "debug") if connection is not None else "debug"
+    if _LOG_LEVELS.index(level) < _LOG_LEVELS.index(wanted):
+        return False
+    with warnings.catch_warnings():  # logging is deprecated for 2026-07-28 clients; older ones still use it
+        warnings.simplefilter("ignore")
+        await ctx.session.send_log_message(level, data, logger=logger, related_request_id=ctx.request_id)
+    return True
+
+
+async def _set_logging_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    connection = _connection_of(ctx)
+    if connection is not None:
+        _client_levels[connection] = params.level
+    return types.EmptyResult()
 
 
 class ServeTarget(Protocol):
@@ -75,13 +121,18 @@ def build_server(target: ServeTarget, *, name: str = "toolhall", instructions: s
         structured = entry is None or "outputSchema" in entry or not isinstance(result.data, str)
         return result_to_mcp(result, structured=structured)
 
-    return Server(
-        name,
-        version=__version__,
-        instructions=instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    # `logging/setLevel` is deprecated for 2026-07-28 clients (the SDK warns), but 2025 clients call it
+    # before tools that log; without it they get -32601 and fail.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Server(
+            name,
+            version=__version__,
+            instructions=instructions,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=_set_logging_level,
+        )
 
 
 async def serve_stdio(target: ServeTarget, *, name: str = "toolhall") -> None:
