@@ -19,7 +19,7 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 log_app = typer.Typer(
     name="log",
-    help="The call log: recent calls, one call in full, pruning.",
+    help="The call log: recent calls, one call in full, pruning.\n\nExample: toolhall log --status error --since 1h",
     invoke_without_command=True,
     no_args_is_help=False,
 )
