@@ -12,6 +12,7 @@ from ._result import Audio, ContentPart, Image, Resource, Text
 __all__ = ["render"]
 
 _PARTS = (Text, Image, Audio, Resource)
+_SMALL_INT = 10**300
 
 
 def _placeholder(part: ContentPart) -> str:
@@ -37,6 +38,15 @@ def render(value: Any) -> tuple[str, Any, tuple[ContentPart, ...]]:
         return value, value, (Text(text=value),)
     if value is None:
         return "", None, ()
+    kind = type(value)
+    # Fast paths for the commonest structured returns (pydantic's serializer costs ~1 µs a call): their JSON
+    # text is known. Past 4,300 digits str(int) raises, so huge ints take the general path.
+    if kind is bool:
+        text = "true" if value else "false"
+        return text, value, (Text(text=text),)
+    if kind is int and -_SMALL_INT < value < _SMALL_INT:
+        text = str(value)
+        return text, value, (Text(text=text),)
     if isinstance(value, _PARTS):
         return _placeholder(value), None, (value,)
     if isinstance(value, list | tuple) and value and any(isinstance(item, _PARTS) for item in value):
