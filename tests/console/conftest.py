@@ -89,6 +89,13 @@ class Console:
         return self.submit(self.session.call(name, arguments or {}))
 
 
+async def _cancel_the_rest() -> None:
+    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+
+
 def run_server(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread, asyncio.AbstractEventLoop]:
     """Serve `app` on loopback in a thread; returns once it accepts connections."""
     config = uvicorn.Config(
@@ -96,7 +103,13 @@ def run_server(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread, a
     )
     server = uvicorn.Server(config)
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+
+    def serve() -> None:
+        loop.run_until_complete(server.serve())
+        # Tasks a closed stream left behind (the feed's poller) end with the server, as asyncio.run does.
+        loop.run_until_complete(_cancel_the_rest())
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     for _ in range(200):
         if server.started:

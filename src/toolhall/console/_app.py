@@ -67,7 +67,7 @@ def console_routes(
     host: str = "127.0.0.1",
     approval_timeout: float | None = 300.0,
     allowed_hosts: Sequence[str] = (),
-    interval: float = 0.25,
+    interval: float = 0.1,
     history: int = 2000,
 ) -> list[Route]:
     """The console's routes, to pass as `routes=` to `toolhall.mcp.server.http_app` / `serve_http`.

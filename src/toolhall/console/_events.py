@@ -58,6 +58,11 @@ class _Fetched:
     expired: list[str]
 
 
+def _version(record: CallRecord) -> tuple[Any, ...]:
+    """What changes as a call goes on: comparing it is cheaper than building the summary again."""
+    return (record.status, record.ended_at, record.duration_ms, record.truncated, record.output_chars, record.approval)
+
+
 class CallFeed:
     """Polls a store and fans its changes out to subscribers (the console's event streams).
 
@@ -70,13 +75,13 @@ class CallFeed:
     """
 
     def __init__(
-        self, store: Any, *, interval: float = 0.25, history: int = 2000, approval_timeout: float | None = 300.0
+        self, store: Any, *, interval: float = 0.1, history: int = 2000, approval_timeout: float | None = 300.0
     ) -> None:
         self.store = store
         self.interval = interval
         self.history = history
         self.approval_timeout = approval_timeout
-        self._calls: dict[str, tuple[datetime, dict[str, Any]]] = {}
+        self._calls: dict[str, tuple[datetime, tuple[Any, ...], dict[str, Any]]] = {}
         self._open: set[str] = set()
         self._approvals: dict[str, dict[str, Any]] = {}
         self._watermark: datetime | None = None
@@ -99,14 +104,14 @@ class CallFeed:
         return {
             "server_time": datetime.now(UTC).isoformat(),
             "approval_timeout": self.approval_timeout,
-            "calls": [summary for _, summary in newest],
+            "calls": [summary for _, _, summary in newest],
             "approvals": list(self._approvals.values()),
             "stats": self.stats(),
         }
 
     def stats(self) -> dict[str, Any]:
         """Sessions, calls per minute and slowest tools over the calls the feed holds."""
-        stats = compute_stats(self._calls.values(), datetime.now(UTC))
+        stats = compute_stats(((started, summary) for started, _, summary in self._calls.values()), datetime.now(UTC))
         stats["window_calls"] = len(self._calls)
         return stats
 
@@ -192,10 +197,10 @@ class CallFeed:
     def _apply(self, fetched: _Fetched) -> list[Event]:
         events: list[Event] = []
         for record in [*reversed(fetched.recent), *fetched.reread]:
-            summary = summarize(record)
             known = self._calls.get(record.id)
-            if known is None or known[1] != summary:
-                self._calls[record.id] = (record.started_at, summary)
+            if known is None or known[1] != _version(record):
+                summary = summarize(record)
+                self._calls[record.id] = (record.started_at, _version(record), summary)
                 events.append(Event("call", summary))
             if record.status in FINAL_STATUSES:
                 self._open.discard(record.id)
@@ -214,7 +219,7 @@ class CallFeed:
         current: dict[str, dict[str, Any]] = {}
         for request in pending:
             known = self._calls.get(request.call_id)
-            if known is not None and known[1]["status"] in FINAL_STATUSES:
+            if known is not None and known[2]["status"] in FINAL_STATUSES:
                 continue  # the call ended without an answer (its process was cancelled): nothing to answer
             current[request.call_id] = approval_dict(request, self.approval_timeout)
         events.extend(Event("approval_done", {"call_id": gone}) for gone in self._approvals.keys() - current.keys())
