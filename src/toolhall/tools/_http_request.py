@@ -8,7 +8,6 @@ the redirect chain. Each hop's connection is checked by `GuardedTransport` at co
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 import weakref
@@ -21,13 +20,14 @@ import anyio
 import httpx
 
 from .._context import ToolContext
-from .._errors import ConfigError, ToolCallError
+from .._errors import ToolCallError
 from ._http_body import BodyBuffer, describe_body, read_body
 from ._http_cookies import CookieJars
+from ._http_secrets import Secret, redact, secret_headers
 from ._http_transport import GuardedTransport
-from ._ssrf import AddressGuard, HostRule, numeric_host, parse_host_rule
+from ._ssrf import AddressGuard
 
-__all__ = ["HttpEngine", "RequestSpec", "parse_secrets"]
+__all__ = ["HttpEngine", "RequestSpec"]
 
 USER_AGENT = "toolhall-http/0.1"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -36,56 +36,6 @@ _FORBIDDEN_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"}
 )
 _CROSS_ORIGIN_DROP = frozenset({"authorization", "proxy-authorization", "cookie"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Secret:
-    rule: HostRule
-    plain_http: bool
-    headers: tuple[tuple[str, str], ...]
-
-
-def _secret_headers(host: str, value: str | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    if isinstance(value, str):
-        return (("Authorization", value),)
-    if not isinstance(value, Mapping) or not value:
-        raise ConfigError(f"secrets[{host!r}]: give an Authorization value or a mapping of header names to values")
-    for name, header_value in value.items():
-        if not isinstance(name, str) or not _TOKEN.match(name) or not isinstance(header_value, str):
-            raise ConfigError(f"secrets[{host!r}]: header {name!r} needs a valid name and a string value")
-    return tuple(value.items())
-
-
-def parse_secrets(secrets: Mapping[str, str | Mapping[str, str]] | None) -> tuple[_Secret, ...]:
-    parsed = []
-    for key, value in (secrets or {}).items():
-        plain_http = key.startswith("http://")
-        host = key.removeprefix("http://").removeprefix("https://").rstrip("/")
-        try:
-            rule = parse_host_rule(host)
-        except ValueError as exc:
-            raise ConfigError(f"secrets: {exc}") from None
-        parsed.append(_Secret(rule, plain_http, _secret_headers(key, value)))
-    return tuple(parsed)
-
-
-def _resolve_secret(value: str) -> str:
-    """A secret's value: `env:NAME` reads the environment at request time, so config files hold no tokens."""
-    if value.startswith("env:"):
-        name = value[4:]
-        found = os.environ.get(name)
-        if found is None:
-            raise ToolCallError(
-                f"a secret configured for this host refers to the environment variable {name}, which is not set",
-                details={"reason": "secret_missing"},
-            )
-        return found
-    return value
-
-
-def _authorization(value: str) -> str:
-    # A bare token (no scheme word) is sent as a bearer token.
-    return value if " " in value.strip() else f"Bearer {value.strip()}"
 
 
 @dataclass(slots=True)
@@ -144,7 +94,7 @@ class HttpEngine:
     def __init__(
         self,
         guard: AddressGuard,
-        secrets: tuple[_Secret, ...],
+        secrets: tuple[Secret, ...],
         *,
         max_redirects: int,
         timeout: float,
@@ -179,25 +129,6 @@ class HttpEngine:
             entry = self._clients[loop] = (client, keeper)
         return entry[0]
 
-    def secret_headers(self, url: httpx.URL) -> list[tuple[str, str]]:
-        """The configured headers for this URL's host (https only, unless the key said `http://`)."""
-        host = url.host.rstrip(".")
-        port = url.port or (443 if url.scheme == "https" else 80)
-        try:
-            literal = numeric_host(host)
-        except ValueError:
-            return []
-        headers: list[tuple[str, str]] = []
-        for secret in self.secrets:
-            if url.scheme != "https" and not secret.plain_http:
-                continue
-            hit = secret.rule.matches_address(literal, port) if literal else secret.rule.matches_name(host, port)
-            if hit:
-                for name, value in secret.headers:
-                    value = _resolve_secret(value)
-                    headers.append((name, _authorization(value) if name.lower() == "authorization" else value))
-        return headers
-
     async def request(self, spec: RequestSpec, ctx: ToolContext) -> dict[str, Any]:
         """Run one `http_request` call: the response summary, or a `ToolCallError`."""
         started = time.perf_counter()
@@ -220,7 +151,7 @@ class HttpEngine:
         except httpx.HTTPError as exc:
             error = _map_error(exc, state.url)
             raise ToolCallError(
-                _redact(error.message, state.secret_values),
+                redact(error.message, state.secret_values),
                 code=error.code,
                 details=error.details,
                 data=_summary(state, spec, started),
@@ -276,7 +207,7 @@ class HttpEngine:
         request = client.build_request(hop.method, hop.url, headers=headers, content=hop.content)
         if hop.content_type and "content-type" not in request.headers:
             request.headers["Content-Type"] = hop.content_type
-        for name, value in self.secret_headers(hop.url) if self.secrets else ():
+        for name, value in secret_headers(self.secrets, hop.url) if self.secrets else ():
             request.headers[name] = value  # configured secrets win over the model's header of that name
             state.secret_values.update(v for v in (value, value.partition(" ")[2]) if len(v) >= 6)
         if cookies.jar:  # (an empty CookieJar is falsy) the urllib-based lookup costs more than the rest
@@ -438,20 +369,6 @@ def _response_headers(response: httpx.Response) -> dict[str, Any]:
     return headers
 
 
-def _redact(value: Any, secrets: set[str]) -> Any:
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):  # "Bearer tok" before "tok"
-            value = value.replace(secret, "[secret]")
-        return value
-    if isinstance(value, list):
-        return [_redact(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
-    return value
-
-
 def _summary(state: _Exchange, spec: RequestSpec, started: float) -> dict[str, Any] | None:
     response = state.response
     if response is None:
@@ -478,5 +395,5 @@ def _summary(state: _Exchange, spec: RequestSpec, started: float) -> dict[str, A
         notes.append(f"the body was cut at max_bytes={spec.max_bytes}; the rest was not downloaded")
     if notes:
         data["note"] = "; ".join(notes)
-    redacted: dict[str, Any] = _redact(data, state.secret_values)
+    redacted: dict[str, Any] = redact(data, state.secret_values)
     return redacted

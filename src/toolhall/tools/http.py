@@ -40,7 +40,8 @@ from .._context import ToolContext
 from .._errors import ConfigError
 from .._tool import tool
 from .._toolbox import Toolbox
-from ._http_request import HttpEngine, RequestSpec, parse_secrets
+from ._http_request import HttpEngine, RequestSpec
+from ._http_secrets import parse_secrets
 from ._http_transport import Resolver
 from ._ssrf import AddressGuard
 
