@@ -91,11 +91,13 @@ def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
 
 @contextlib.contextmanager
 def serve_http(workspace: Path, *args: str, token: str = "t0ken-for-tests", timeout: float = 30.0) -> Iterator[Served]:
-    """`toolhall serve --http` on a free loopback port until the block ends; waits for its banner."""
+    """`toolhall serve --http` on a free loopback port until the block ends; waits for its banner.
+
+    An empty `token` passes no `--token`, so the server makes one up (and prints it).
+    """
     port = free_port()
-    command = toolhall_command(
-        "serve", "--http", "--port", str(port), "--token", token, "--workspace", str(workspace), *args
-    )
+    given = ("--token", token) if token else ()
+    command = toolhall_command("serve", "--http", "--port", str(port), *given, "--workspace", str(workspace), *args)
     started = time.perf_counter()
     process = subprocess.Popen(  # noqa: S603 - our own command line
         command, cwd=workspace, env=serve_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
