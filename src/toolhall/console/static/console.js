@@ -62,6 +62,7 @@
     return new Date(iso).toLocaleString([], { hour12: false });
   }
   const shortId = (id) => (id && id.length > 14 ? id.slice(0, 14) + "…" : id || "");
+  const sessionLabel = (worker, id) => (worker ? worker + " · " + (id || "").slice(-6) : shortId(id));
   const statusClass = (s) => "status status-" + (STATUSES.includes(s) ? s : "unknown");
   function subjectText(call) {
     const subjects = call.subjects || [];
@@ -214,7 +215,7 @@
       el("td", { class: "subject-cell", title: subjectText(call) }, subjectText(call)),
       el("td", null, status, flags),
       el("td", { class: "num" }, fmtMs(call.duration_ms)),
-      el("td", { class: "session", title: call.session_id || "" }, shortId(call.session_id)),
+      el("td", { class: "session", title: call.session_id || "" }, sessionLabel(call.worker, call.session_id)),
     );
     return row;
   }
@@ -361,7 +362,7 @@
     for (const s of stats.sessions.slice(0, 12)) {
       const row = el("tr", { class: "clickable", title: `${s.session_id}${s.worker ? " · " + s.worker : ""}${s.role ? " · " + s.role : ""}`,
         on: { click: () => { $("f-session").value = s.session_id; applyFilters(); } } },
-        el("td", { class: "tool" }, shortId(s.session_id)),
+        el("td", { class: "tool" }, sessionLabel(s.worker, s.session_id)),
         el("td", { class: "num" }, s.calls),
         el("td", { class: "num" }, (100 * s.error_rate).toFixed(0) + "%"),
         el("td", { class: "num" }, fmtMs(s.total_ms)));
