@@ -149,3 +149,26 @@ async def test_session_with_sqlite_log_continues_the_jar_in_a_new_process(server
     assert "from-run-1" in logged  # the /cookies echo itself, which is the server's body
     assert "sid=<hidden>" in logged and "tok-logged-never-123" not in logged
     later_log.close()
+
+
+def test_jar_text_round_trips_attributes_and_drops_expired_cookies() -> None:
+    """Dumped cookies load back with value, path, expiry and HttpOnly; expired ones and junk rows are dropped."""
+    import httpx
+
+    from toolhall.tools._http_cookies import dump_cookies, load_cookies
+
+    jar = httpx.Cookies()
+    response = httpx.Response(
+        200,
+        headers=[("set-cookie", "a=1; Path=/app; HttpOnly"), ("set-cookie", "b=2; Max-Age=3600")],
+        request=httpx.Request("GET", "http://x.test/app"),
+    )
+    jar.extract_cookies(response)
+    rows = json.loads(dump_cookies(jar.jar))
+    rows.append({"name": "broken"})
+    rows.append({**rows[0], "name": "old", "expires": 1000})
+    loaded = {c.name: c for c in load_cookies(json.dumps(rows))}
+    assert set(loaded) == {"a", "b"}
+    assert loaded["a"].path == "/app" and loaded["a"].has_nonstandard_attr("HttpOnly")
+    assert loaded["b"].expires is not None and not loaded["b"].has_nonstandard_attr("HttpOnly")
+    assert list(load_cookies("not json")) == []

@@ -41,6 +41,9 @@ _FIELDS = (
     "rfc2109",
 )
 
+_NONSTANDARD = ("HttpOnly", "SameSite")
+"""The non-standard cookie attributes worth keeping across processes."""
+
 
 def dump_cookies(jar: CookieJar) -> str:
     """The jar's unexpired cookies as JSON text (session cookies included: they last as long as the session)."""
@@ -48,7 +51,7 @@ def dump_cookies(jar: CookieJar) -> str:
     rows = []
     for cookie in jar:
         row: dict[str, Any] = {name: getattr(cookie, name) for name in _FIELDS}
-        row["rest"] = dict(vars(cookie).get("_rest") or {})  # HttpOnly and friends have no public reader
+        row["rest"] = {k: cookie.get_nonstandard_attr(k) for k in _NONSTANDARD if cookie.has_nonstandard_attr(k)}
         rows.append(row)
     return json.dumps(rows, separators=(",", ":"), sort_keys=True)
 
