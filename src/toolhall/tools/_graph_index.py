@@ -10,7 +10,9 @@ the old graph gives exactly what a fresh full build of the new tree gives.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from ._graph_resolve import FileResult, ModTable, Resolver, placeholder_props
 from ._graph_scan import module_names
 from ._graph_tables import Edge, NodeKey
 
-__all__ = ["Delta", "FileRecord", "GraphIndex", "IndexStats", "Progress"]
+__all__ = ["Delta", "FileRecord", "GraphIndex", "IndexStats", "Progress", "phase"]
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stages are "scan", "parse", "resolve", "write"."""
@@ -82,6 +84,20 @@ class IndexStats:
     skipped: list[str] = field(default_factory=list)
     """Files not indexed (too large, unreadable, refused by the workspace)."""
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage: scan, parse (read, hash, extract), tables, resolve, diff, write (the database),
+    cache (the facts cache beside it)."""
+
+
+@contextmanager
+def phase(stats: IndexStats | None, name: str) -> Iterator[None]:
+    """Add the time the block takes to `stats.phases[name]` (nothing when `stats` is None)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if stats is not None:
+            stats.phases[name] = round(stats.phases.get(name, 0.0) + time.perf_counter() - start, 3)
 
 
 class GraphIndex:
@@ -108,14 +124,15 @@ class GraphIndex:
         cancelled: Callable[[], bool] | None = None,
     ) -> Delta:
         """Bring the index up to date with the scanned tree and return the graph delta."""
-        fresh = self._read_changed(stats_now, stats, progress, cancelled)
+        with phase(stats, "parse"):
+            fresh = self._read_changed(stats_now, stats, progress, cancelled)
         removed = [p for p in self.files if p not in stats_now]
         stats.removed = len(removed)
-        return self._apply(fresh, removed, module_names(stats_now), progress)
+        return self._apply(fresh, removed, module_names(stats_now), progress, stats)
 
     def load(self, records: dict[str, FileRecord]) -> None:
         """Rebuild the in-memory state from cached facts (the graph they give is already stored)."""
-        self._apply(records, [], module_names(records), None)
+        self._apply(records, [], module_names(records), None, None)
 
     def _apply(
         self,
@@ -123,17 +140,19 @@ class GraphIndex:
         removed: list[str],
         names: dict[str, tuple[str, bool]],
         progress: Progress | None,
+        stats: IndexStats | None,
     ) -> Delta:
         renamed = [p for p, rec in self.files.items() if p in names and p not in fresh and rec.module != names[p]]
         changed = sorted(set(fresh) | set(removed) | set(renamed))
         old_records = {p: self.files.get(p) for p in changed}
         old_results = {p: (rec.result if rec is not None else None) for p, rec in old_records.items()}
-        changed_keys = self._swap_tables(changed, fresh, removed, names)
+        with phase(stats, "tables"):
+            changed_keys = self._swap_tables(changed, fresh, removed, names)
         affected = {p for p in changed if p in self.files}
         for key in changed_keys:
             affected.update(p for p in self.dependents.get(key, ()) if p in self.files)
         self.last_resolved = len(affected)
-        return self._resolve(sorted(affected), old_results, progress)
+        return self._resolve(sorted(affected), old_results, progress, stats)
 
     def _read_changed(
         self,
@@ -224,8 +243,20 @@ class GraphIndex:
                 self.names.setdefault(key[2:], {})[path] = value
 
     def _resolve(
-        self, affected: list[str], old_results: dict[str, FileResult | None], progress: Progress | None
+        self,
+        affected: list[str],
+        old_results: dict[str, FileResult | None],
+        progress: Progress | None,
+        stats: IndexStats | None,
     ) -> Delta:
+        with phase(stats, "resolve"):
+            new_results = self._resolve_files(affected, old_results, progress)
+        with phase(stats, "diff"):
+            return self._diff(old_results, new_results)
+
+    def _resolve_files(
+        self, affected: list[str], old_results: dict[str, FileResult | None], progress: Progress | None
+    ) -> dict[str, FileResult | None]:
         resolver = Resolver(self.modules, self.names)
         new_results: dict[str, FileResult | None] = dict.fromkeys(old_results)
         for done, path in enumerate(affected):
@@ -238,7 +269,7 @@ class GraphIndex:
             new_results[path] = record.result = resolver.resolve_file(self.modules[record.module[0]], info)
         if progress is not None:
             progress("resolve", len(affected), len(affected))
-        return self._diff(old_results, new_results)
+        return new_results
 
     # --- diff ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._errors import ToolCallError
 from ._graph_guard import check_query, dialect_hint
-from ._graph_index import GraphIndex, IndexStats, Progress
+from ._graph_index import GraphIndex, IndexStats, Progress, phase
 from ._graph_parse import FACTS_VERSION
 from ._graph_scan import scan
 from ._graph_state import StateStore
@@ -102,13 +102,16 @@ class CodeGraph:
     def _update(
         self, progress: Progress | None, cancelled: Callable[[], bool] | None, allowed: Callable[[str], bool] | None
     ) -> IndexStats:
-        full = self._ensure_loaded()
+        stats = IndexStats()
+        with phase(stats, "load"):
+            full = self._ensure_loaded()
         assert self.index is not None
         if progress is not None:
             progress("scan", 0, 1)
-        found, skipped = scan(self.root, exclude=self.options.exclude, use_gitignore=self.options.use_gitignore,
-                              max_file_bytes=self.options.max_file_bytes, allowed=allowed)
-        stats = IndexStats(skipped=skipped)
+        with phase(stats, "scan"):
+            found, stats.skipped = scan(self.root, exclude=self.options.exclude,
+                                        use_gitignore=self.options.use_gitignore,
+                                        max_file_bytes=self.options.max_file_bytes, allowed=allowed)
         before = {p: (r.sha, r.mtime_ns, r.size) for p, r in self.index.files.items()}
         delta = self.index.update(found, stats, progress, cancelled)
         stats.resolved = self.index.last_resolved
@@ -124,15 +127,20 @@ class CodeGraph:
                 "indexed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         if full:
             stats.mode = "full"
-            self.db.build(index.nodes, list(index.all_edges()), meta)
-            self.state.save(index.files, (), (), meta, full=True)
+            with phase(stats, "write"):
+                self.db.build(index.nodes, list(index.all_edges()), meta)
+            with phase(stats, "cache"):
+                self.state.save(index.files, (), (), meta, full=True)
         elif len(delta):
-            self.db.apply(delta, meta)
-            self.state.save(index.files, changed, removed, meta, full=False)
+            with phase(stats, "write"):
+                self.db.apply(delta, meta)
+            with phase(stats, "cache"):
+                self.state.save(index.files, changed, removed, meta, full=False)
         else:
             stats.mode = "unchanged"
             if changed or removed:  # only stat data moved (a touch): keep the cache current, the graph as is
-                self.state.save(index.files, changed, removed, self.db.read_meta(), full=False)
+                with phase(stats, "cache"):
+                    self.state.save(index.files, changed, removed, self.db.read_meta(), full=False)
         if stats.mode != "unchanged":
             self._token = meta["token"]
         if progress is not None:
