@@ -123,8 +123,11 @@ async def test_redirects_are_followed_and_recorded(tb: Toolbox, server: Server) 
 async def test_redirect_methods_follow_http_semantics(tb: Toolbox, server: Server) -> None:
     """303 turns a POST into a body-less GET; 307 and 308 keep the method and body."""
     for status, method, body in ((303, "GET", ""), (302, "GET", ""), (307, "POST", "data"), (308, "POST", "data")):
-        result = await fetch(tb, server.url(f"/redirect?status={status}&to=/echo"), method="POST", body="data")
-        assert (result.data["json"]["method"], result.data["json"]["body"]) == (method, body), status
+        url = server.url(f"/redirect?status={status}&to=/echo")
+        result = await fetch(tb, url, method="POST", body="data", headers={"Content-Type": "text/plain"})
+        seen = result.data["json"]
+        assert (seen["method"], seen["body"]) == (method, body), status
+        assert ("Content-Type" in seen["headers"]) == (method == "POST")
 
 
 async def test_redirects_can_be_left_unfollowed(tb: Toolbox, server: Server) -> None:

@@ -201,6 +201,8 @@ async def test_redirect_into_a_refused_destination_is_refused(target: str, v4: S
         result = await tb.call("http_request", {"url": v4.url(f"/redirect?to={url}")})
         assert result.error is not None and result.error.code == "denied", result
         assert len(forbidden.hits.requests) == before and fence.refused == []
+        assert result.error.details is not None and result.error.details["redirects"][0]["status"] == 302
+        assert "reached by redirect from" in result.error.message
 
 
 async def test_deny_list_beats_allow_list(v4: Server) -> None:

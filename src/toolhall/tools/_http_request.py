@@ -148,6 +148,13 @@ class HttpEngine:
                     await self._follow(_Hop(url, spec.method, content, content_type), headers, cookies, spec, state)
             except TimeoutError:
                 timed_out = True
+        except ToolCallError as exc:
+            reason = (exc.details or {}).get("reason")
+            if state.redirects and reason != "too_many_redirects":  # say which hop failed, and the chain to it
+                exc.message = f"{exc.message} (reached by redirect from {state.redirects[-1]['url']})"
+                exc.args = (exc.message,)
+                exc.details = {**(exc.details or {}), "url": str(state.url), "redirects": state.redirects}
+            raise
         except httpx.HTTPError as exc:
             error = _map_error(exc, state.url)
             raise ToolCallError(
@@ -189,9 +196,12 @@ class HttpEngine:
                     return
                 state.redirects.append({"url": str(hop.url), "status": response.status_code})
                 following = _next_hop(hop, response.status_code, location)
-                if _origin(following.url) != _origin(hop.url):
+                drop = _CROSS_ORIGIN_DROP if _origin(following.url) != _origin(hop.url) else frozenset()
+                if following.content is None and hop.content is not None:
+                    drop = drop | {"content-type"}  # the body was dropped with the method change
+                if drop:
                     # Credentials the model gave for one origin never follow it to another.
-                    headers = {k: v for k, v in headers.items() if k.lower() not in _CROSS_ORIGIN_DROP}
+                    headers = {k: v for k, v in headers.items() if k.lower() not in drop}
                 hop = following
             finally:
                 await response.aclose()
