@@ -73,11 +73,9 @@ def test_every_provider_export_carries_only_the_role_column(tb: Toolbox, fmt: st
 
 def test_session_with_impl_role_sees_only_impl_tools(tb: Toolbox) -> None:
     """A Session with role="impl" lists and calls only the impl column."""
-    session_cls = getattr(toolhall, "Session", None)
-    if session_cls is None:
-        pytest.skip("toolhall.Session has not landed yet (session issue)")
-    session = session_cls(tb, role="impl")
-    assert [exported_names_from(e) for e in session.schemas("anthropic")] == IMPL
+    session = toolhall.Session(tb, role="impl")
+    exported = [exported_names_from(e) for e in session.schemas("anthropic")]
+    assert [tb[name].name for name in exported] == IMPL
     refused = session.call_sync("task:start", {"chain_id": "CH-1", "task_id": "T-1"})
     assert refused.error.code == "not_found"
 
