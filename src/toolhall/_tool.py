@@ -241,7 +241,7 @@ class Tool:
         """This tool's definition in a provider's format (see `Toolbox.schemas`)."""
         from .providers import export
 
-        entry: dict[str, Any] = export([self], format, strict=strict)[0]
+        entry: dict[str, Any] = export([self], format, strict=strict)[0]  # type: ignore[arg-type]  # checked by export
         return entry
 
     def replace(self, **changes: Any) -> Tool:
