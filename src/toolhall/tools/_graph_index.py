@@ -9,7 +9,6 @@ the old graph gives exactly what a fresh full build of the new tree gives.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -17,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._graph_parse import FileFacts, extract_python
+from ._graph_parse import FileFacts
+from ._graph_read import default_workers, read_files
 from ._graph_resolve import FileResult, ModTable, Resolver, placeholder_props
 from ._graph_scan import module_names
 from ._graph_tables import Edge, NodeKey
@@ -113,6 +113,8 @@ class GraphIndex:
         self.owners: dict[NodeKey, str] = {}
         self.dependents: dict[str, set[str]] = {}
         self.last_resolved = 0
+        self.workers = default_workers()
+        """Processes parsing in parallel when many files changed (1: parse in this process)."""
 
     # --- update ---------------------------------------------------------------------------
 
@@ -165,28 +167,29 @@ class GraphIndex:
             p for p, (mtime, size) in stats_now.items()
             if p not in self.files or (self.files[p].mtime_ns, self.files[p].size) != (mtime, size)
         ]
+        jobs = [(p, self.files[p].sha if p in self.files else None) for p in sorted(candidates)]
         fresh: dict[str, FileRecord] = {}
-        for done, path in enumerate(sorted(candidates)):
-            if cancelled is not None and cancelled():
-                from .._errors import ToolCallError
-
-                raise ToolCallError("indexing was cancelled", code="cancelled")
+        outcomes = read_files(self.root, jobs, workers=self.workers, cancelled=cancelled)
+        for done, (path, sha, facts) in enumerate(outcomes):
             if progress is not None:
                 progress("parse", done, len(candidates))
-            try:
-                data = (self.root / path).read_bytes()
-            except OSError:
+            if sha is None:
                 stats.skipped.append(path)
                 continue
             stats.hashed += 1
-            sha = hashlib.sha256(data).hexdigest()
             mtime, size = stats_now[path]
             old = self.files.get(path)
-            if old is not None and old.sha == sha:
+            if facts is None and old is not None:  # same content: only the stat data moved
                 old.mtime_ns, old.size = mtime, size
                 continue
+            assert facts is not None  # a path never indexed has no known sha to match
             stats.parsed += 1
-            fresh[path] = FileRecord(sha, mtime, size, extract_python(data))
+            fresh[path] = FileRecord(sha, mtime, size, facts)
+        if cancelled is not None and cancelled():
+            from .._errors import ToolCallError
+
+            raise ToolCallError("indexing was cancelled", code="cancelled")
+        stats.skipped.sort()
         for path in stats.skipped:
             stats_now.pop(path, None)
         if progress is not None:

@@ -1,0 +1,41 @@
+"""The code graph's indexing internals: parsing in worker processes and the cache a new process resumes from."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from toolhall.tools._graph_read import read_files
+
+FIXTURE = Path(__file__).parent / "fixtures" / "graphproj"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A fresh copy of the fixture workspace."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+def test_worker_processes_give_the_same_facts_as_parsing_in_process(project: Path) -> None:
+    """A share parsed by a worker process matches the serial parse, unreadable and unchanged files included."""
+    from toolhall.tools._graph_read import read_one
+
+    paths = sorted(p.relative_to(project).as_posix() for p in project.rglob("*.py"))
+    known = read_one(project, (paths[0], None))[1]
+    jobs = [(paths[0], known), *((p, None) for p in paths[1:]), ("missing.py", None)]
+    serial = sorted(read_files(project, jobs, workers=1), key=str)
+    pooled = sorted(read_files(project, jobs, workers=3, min_per_worker=1), key=str)
+    assert pooled == serial
+    assert (paths[0], known, None) in pooled  # same content as indexed: hashed, not parsed
+    assert ("missing.py", None, None) in pooled
+
+
+def test_cancelling_stops_reading(project: Path) -> None:
+    """A cancelled read yields nothing more, with or without workers."""
+    jobs = [(p.relative_to(project).as_posix(), None) for p in project.rglob("*.py")]
+    assert list(read_files(project, jobs, workers=1, cancelled=lambda: True)) == []
+    assert list(read_files(project, jobs, workers=2, min_per_worker=1, cancelled=lambda: True)) == []
