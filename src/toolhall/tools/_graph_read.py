@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ def read_one(root: Path, job: ReadJob) -> ReadOutcome:
     return path, sha, extract_python(data)
 
 
-def _serial(root: Path, jobs: list[ReadJob], cancelled: Callable[[], bool] | None) -> Iterator[ReadOutcome]:
+def _serial(root: Path, jobs: Sequence[ReadJob], cancelled: Callable[[], bool] | None) -> Iterator[ReadOutcome]:
     for job in jobs:
         if cancelled is not None and cancelled():
             return
@@ -66,7 +66,7 @@ def _serial(root: Path, jobs: list[ReadJob], cancelled: Callable[[], bool] | Non
 
 def read_files(
     root: Path,
-    jobs: list[ReadJob],
+    jobs: Sequence[ReadJob],
     *,
     workers: int,
     cancelled: Callable[[], bool] | None = None,
@@ -138,7 +138,7 @@ class _Worker:
             self.proc.close()
 
 
-def _shares(root: Path, jobs: list[ReadJob], count: int) -> list[list[ReadJob]]:
+def _shares(root: Path, jobs: Sequence[ReadJob], count: int) -> list[list[ReadJob]]:
     """`count` shares of similar total size (dealt biggest first, each file to the lightest share)."""
 
     def size(job: ReadJob) -> int:
