@@ -2,7 +2,11 @@
 and logged calls per second, sequential and with 100 concurrent calls.
 
 Run: `.venv/bin/python bench/session_overhead.py` (prints tables; no assertion, numbers vary with the machine
-and its load). PostgreSQL rows are skipped when no server answers at TOOLHALL_TEST_PG_DSN.
+and its load). PostgreSQL rows are skipped when no server answers at TOOLHALL_TEST_PG_DSN; they use a schema of
+their own (`toolhall_bench`), so tests dropping toolhall's tables in the same database meanwhile do not interfere.
+
+Calls per second are wall-clock and fall with the machine's load; "CPU µs / call" (this process's CPU time,
+every thread, over the calls) moves much less with load and is the number to compare between runs.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -24,6 +28,7 @@ from _common import describe_machine, interleaved_us, print_table  # noqa: E402
 from toolhall import Policy, PostgresLog, Session, SqliteLog, Toolbox, tool  # noqa: E402
 
 PG_DSN = os.environ.get("TOOLHALL_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+PG_SCHEMA = "toolhall_bench"
 
 
 @tool(read_only=True)
@@ -46,13 +51,16 @@ def _fresh_pg() -> PostgresLog:
     import psycopg
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS toolhall_calls, toolhall_approvals, toolhall_state, toolhall_migrations")
-    return PostgresLog(PG_DSN)
+        conn.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE")
+        conn.execute(f"CREATE SCHEMA {PG_SCHEMA}")
+    options = quote(f"-c search_path={PG_SCHEMA}")
+    return PostgresLog(PG_DSN + ("&" if "?" in PG_DSN else "?") + f"options={options}")
 
 
-async def _throughput(session: Session, calls: int, concurrency: int) -> float:
+async def _throughput(session: Session, calls: int, concurrency: int) -> tuple[float, float]:
+    """Calls per second (wall clock) and CPU µs per call (every thread of this process)."""
     args = {"a": 1, "b": 2}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if concurrency == 1:
         for _ in range(calls):
             await session.call("add", args)
@@ -64,10 +72,10 @@ async def _throughput(session: Session, calls: int, concurrency: int) -> float:
                 await session.call("add", args)
 
         await asyncio.gather(*(one() for _ in range(calls)))
-    elapsed = time.perf_counter() - start
     if session.log is not None:
         await asyncio.to_thread(session.log.flush)
-    return calls / elapsed
+    elapsed = time.perf_counter() - start
+    return calls / elapsed, (time.process_time() - cpu) / calls * 1e6
 
 
 async def main() -> None:
@@ -94,12 +102,12 @@ async def main() -> None:
     for name, session in sessions.items():
         if name == "no log":
             continue
-        sequential = await _throughput(session, 5_000, 1)
-        concurrent = await _throughput(session, 20_000, 100)
-        rows.append([name, f"{sequential:,.0f}", f"{concurrent:,.0f}"])
+        sequential, seq_cpu = await _throughput(session, 5_000, 1)
+        concurrent, conc_cpu = await _throughput(session, 20_000, 100)
+        rows.append([name, f"{sequential:,.0f}", f"{seq_cpu:.0f}", f"{concurrent:,.0f}", f"{conc_cpu:.0f}"])
     print_table(
-        "logged calls per second (durable row before each handler)",
-        ["store", "sequential", "100 concurrent"],
+        "logged calls per second (durable row before each handler; every row committed at the end)",
+        ["store", "sequential", "CPU µs / call", "100 concurrent", "CPU µs / call"],
         rows,
     )
     for session in sessions.values():
