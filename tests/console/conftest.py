@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import uvicorn
 
@@ -87,6 +90,29 @@ class Console:
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Future[ToolResult]:
         """Start an agent call through the session; returns its future."""
         return self.submit(self.session.call(name, arguments or {}))
+
+
+def event_stream(client: httpx.Client, *, within: float = 15.0) -> Iterator[tuple[str, Any]]:
+    """(event, data) pairs from the console's stream, reconnecting with Last-Event-ID as a browser does.
+
+    Fails when `within` seconds pass, so a test waiting for an event that never comes does not hang.
+    """
+    deadline = time.monotonic() + within
+    last_id: str | None = None
+    while time.monotonic() < deadline:
+        headers = {"Last-Event-ID": last_id} if last_id else {}
+        with client.stream("GET", "/console/api/events", headers=headers) as response:
+            assert response.status_code == 200, response.read()
+            kind = None
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    last_id = line[4:]
+                elif line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind is not None:
+                    yield kind, json.loads(line[6:])
+                    kind = None
+    raise AssertionError(f"the awaited event did not come within {within} s")
 
 
 async def _cancel_the_rest() -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from tests._services import require_postgres
 from toolhall import PostgresLog
 
-from .conftest import TOKEN, Console
+from .conftest import TOKEN, Console, event_stream
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 AGENT = Path(__file__).with_name("agent_process.py")
@@ -46,23 +48,13 @@ def wait_for_pending(console: Console, session_id: str | None = None) -> str:
     raise AssertionError("no call is waiting for approval")
 
 
-def read_events(response: httpx.Response) -> Iterator[tuple[str, Any]]:
-    """(event name, data) pairs from a server-sent event stream."""
-    kind = None
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: ") and kind is not None:
-            yield kind, json.loads(line[6:])
-            kind = None
-
-
 def test_the_event_stream_starts_with_a_snapshot_then_sends_calls_live(console: Console, api: httpx.Client) -> None:
     """A stream opens with the snapshot, then sends each call as it starts and ends."""
     assert console.call("echo", {"text": "before"}).result(5).ok
     with api.stream("GET", "/console/api/events") as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        events = read_events(response)
+    events = event_stream(api)
+    with closing(events):
         kind, snapshot = next(events)
         assert kind == "snapshot" and [c["input_preview"] for c in snapshot["calls"]] == ['{"text": "before"}']
         assert snapshot["approval_timeout"] == 60.0
@@ -74,8 +66,8 @@ def test_the_event_stream_starts_with_a_snapshot_then_sends_calls_live(console: 
 
 def test_an_approval_request_streams_and_is_answered_over_the_api(console: Console, api: httpx.Client) -> None:
     """A request appears in the stream with its details; answering it lets the agent's call run."""
-    with api.stream("GET", "/console/api/events") as response:
-        events = read_events(response)
+    events = event_stream(api)
+    with closing(events):
         next(events)
         future = console.call("write_note", {"path": "plan.md", "content": "go"})
         request = next(data for kind, data in events if kind == "approval")
@@ -90,6 +82,26 @@ def test_an_approval_request_streams_and_is_answered_over_the_api(console: Conso
         assert future.result(5).ok
         done = next(data for kind, data in events if kind == "approval_done")
     assert done == {"call_id": request["call_id"]}
+
+
+def test_a_page_that_reconnects_gets_what_it_missed_and_nothing_twice(console: Console, api: httpx.Client) -> None:
+    """Reconnecting with Last-Event-ID replays the events after it, without a new snapshot."""
+    events = event_stream(api)
+    with closing(events):
+        next(events)
+        console.call("echo", {"text": "seen"}).result(5)
+        next(d for k, d in events if k == "call" and d["input_preview"] == '{"text": "seen"}' and d["status"] == "ok")
+    with api.stream("GET", "/console/api/events") as response:
+        last_id = next(line[4:] for line in response.iter_lines() if line.startswith("id: "))
+    console.call("echo", {"text": "missed"}).result(5)
+    time.sleep(0.3)  # the feed polls on (it lingers a few seconds after the last page left)
+    with api.stream("GET", "/console/api/events", headers={"Last-Event-ID": last_id}) as response:
+        text = response.read().decode()
+    assert "event: snapshot" not in text
+    assert text.count('"input_preview": "{\\"text\\": \\"missed\\"}"') >= 1
+    assert '\\"seen\\"' not in text
+    with api.stream("GET", "/console/api/events", headers={"Last-Event-ID": "other-3"}) as response:
+        assert "event: snapshot" in response.read().decode()
 
 
 def test_answering_twice_is_a_conflict_naming_the_first_answer(console: Console, api: httpx.Client) -> None:
@@ -241,8 +253,8 @@ def test_the_console_answers_a_request_from_another_process(
     )
     try:
         with httpx.Client(base_url=console.url, headers=BEARER, timeout=10) as api:
-            with api.stream("GET", "/console/api/events") as response:
-                events = read_events(response)
+            events = event_stream(api)
+            with closing(events):
                 request = next(data for k, data in events if k == "approval" and data["session_id"] == session_id)
                 answer = api.post(
                     f"/console/api/approvals/{request['call_id']}", json={"decision": "approve", "by": "ops"}
@@ -259,3 +271,41 @@ def test_the_console_answers_a_request_from_another_process(
         if agent.poll() is None:
             agent.kill()
             agent.communicate()
+
+
+@pytest.mark.anyio
+async def test_a_server_with_an_open_page_stops_promptly_and_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """`serve_http` stops within a few seconds with a page listening; no stream has to be cut off."""
+    import asyncio
+
+    import anyio
+
+    from toolhall import Session, Toolbox
+    from toolhall.console import console_routes
+    from toolhall.mcp.server import serve_http
+    from toolhall.testing import MemoryLog
+
+    from .conftest import echo, free_port
+
+    store, port = MemoryLog(), free_port()
+    routes = console_routes(store, token=TOKEN)
+    server = asyncio.create_task(serve_http(Session(Toolbox([echo]), log=store), port=port, token=TOKEN, routes=routes))
+    url = f"http://127.0.0.1:{port}/console/api/events"
+    async with httpx.AsyncClient(headers=BEARER, timeout=10) as client:
+        for _ in range(100):
+            try:
+                await client.get(f"http://127.0.0.1:{port}/console/api/stats")
+                break
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+        # uvicorn's loggers do not propagate to the root logger caplog watches (and are set up at start).
+        uvicorn_log = logging.getLogger("uvicorn")
+        uvicorn_log.addHandler(caplog.handler)
+        async with client.stream("GET", url) as response:
+            assert response.status_code == 200
+            server.cancel()
+            with anyio.fail_after(5):
+                with pytest.raises(asyncio.CancelledError):
+                    await server
+    uvicorn_log.removeHandler(caplog.handler)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

@@ -57,8 +57,8 @@ async def test_a_call_sends_an_event_when_it_starts_and_when_it_ends() -> None:
     """A row written as running, then finished, gives two `call` events with its status."""
     log = MemoryLog()
     feed = CallFeed(log, interval=0.02)
-    async with feed.subscribe() as (snapshot, receive):
-        assert snapshot["calls"] == []
+    async with feed.subscribe() as (first, receive):
+        assert [event.kind for event in first] == ["snapshot"] and first[0].data["calls"] == []
         running = record(status="running", ended_at=None, duration_ms=None)
         await log.write(running)
         [started] = await next_events(receive, "call")
@@ -148,10 +148,10 @@ async def test_the_feed_keeps_only_its_history() -> None:
 
 async def test_the_poller_stops_when_nobody_listens() -> None:
     """Polling happens only while a page is subscribed."""
-    feed = CallFeed(MemoryLog(), interval=0.01)
+    feed = CallFeed(MemoryLog(), interval=0.01, linger=0.05)
     async with feed.subscribe():
         await anyio.sleep(0.1)
-    await anyio.sleep(0.05)
+    await anyio.sleep(0.15)
     polls = feed.polls
     await anyio.sleep(0.1)
     assert polls >= 3 and feed.polls == polls

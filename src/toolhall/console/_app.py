@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ..log._record import CALL_STATUSES
-from ._events import CallFeed
+from ._events import CallFeed, Event
 from ._security import Guard, error_response
 from ._summary import approval_dict, call_detail, summarize
 
@@ -51,8 +51,10 @@ _SECURITY_HEADERS = {
 }
 _NAME = re.compile(r"^[\w .@+-]{1,64}$")
 _MAX_REASON = 2000
-_STREAM_LIFETIME_S = 20.0  # streams end and the browser reconnects: a server shutting down never waits long
-_PING_S = 5.0
+# Streams end after a moment and the browser reconnects at once (resuming from Last-Event-ID): a server
+# shutting down never waits for an open page, and a proxy never sees an idle connection.
+_STREAM_LIFETIME_S = 1.5
+_RETRY_MS = 100
 
 
 @lru_cache(maxsize=8)
@@ -133,9 +135,10 @@ def _guarded(guard: Guard, endpoint: Endpoint, *, write: bool = False) -> Endpoi
     return checked
 
 
-def _sse(kind: str, data: Any) -> str:
+def _sse(event: Event) -> str:
     # json.dumps never emits a raw newline, so one `data:` line carries the whole event.
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+    head = f"id: {event.id}\n" if event.id else ""
+    return f"{head}event: {event.kind}\ndata: {json.dumps(event.data, ensure_ascii=False, default=str)}\n\n"
 
 
 class _Api:
@@ -178,24 +181,26 @@ class _Api:
 
     # -- live --------------------------------------------------------------------------------------
     async def events(self, request: Request) -> Response:
+        last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
         return StreamingResponse(
-            self._stream(),
+            self._stream(last_event_id),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self) -> AsyncIterator[str]:
-        async with self.feed.subscribe() as (snapshot, receive):
-            yield "retry: 500\n\n" + _sse("snapshot", snapshot)
+    async def _stream(self, last_event_id: str | None) -> AsyncIterator[str]:
+        async with self.feed.subscribe(last_event_id) as (first, receive):
+            yield f"retry: {_RETRY_MS}\n\n" + "".join(_sse(event) for event in first)
             ends = time.monotonic() + _STREAM_LIFETIME_S
             while (left := ends - time.monotonic()) > 0:
                 event = None
-                with anyio.move_on_after(min(_PING_S, left)):
+                with anyio.move_on_after(left):
                     try:
                         event = await receive.receive()
                     except anyio.EndOfStream:
                         return
-                yield _sse(event.kind, event.data) if event is not None else ": ping\n\n"
+                if event is not None:
+                    yield _sse(event)
 
     # -- API ---------------------------------------------------------------------------------------
     async def calls(self, request: Request) -> Response:

@@ -9,14 +9,18 @@ from every process writing there), so the feed polls it, cheaply:
 - the approval queue.
 
 It keeps summaries of the most recent calls (never their full outputs) for the feed and the stats,
-emits an event for each change, and polls only while a page is listening.
+emits an event for each change, and polls only while a page is listening. Events are numbered and the
+latest few thousand kept, so a page whose stream ended (streams are short on purpose: a server shutting
+down never waits for them) resumes from its `Last-Event-ID` without missing or repeating anything.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -40,6 +44,7 @@ _OPEN_CHECKS = 200  # most still-open calls re-read one by one per poll
 _EXPIRY_GRACE_S = 5.0  # the waiting process's own timeout normally answers first, with its reason
 _STATS_EVERY_S = 1.0
 _SUBSCRIBER_BUFFER = 2000  # events a slow page may lag behind before it is dropped (it reconnects)
+_REPLAY = 5000  # events kept for pages that reconnect
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,8 @@ class Event:
 
     kind: str
     data: Any
+    id: str | None = None
+    """`<feed epoch>-<sequence>`, what a reconnecting page sends back as `Last-Event-ID`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +79,20 @@ class CallFeed:
         history: how many recent calls the feed keeps (summaries only) for the feed and the stats.
         approval_timeout: seconds after which an unanswered request is denied by the console (None: never;
             the waiting process's own timeout still applies).
+        linger: seconds to keep polling after the last page left (streams are short and pages reconnect).
     """
 
     def __init__(
-        self, store: Any, *, interval: float = 0.1, history: int = 2000, approval_timeout: float | None = 300.0
+        self,
+        store: Any,
+        *,
+        interval: float = 0.1,
+        history: int = 2000,
+        approval_timeout: float | None = 300.0,
+        linger: float = 5.0,
     ) -> None:
         self.store = store
+        self.linger = linger
         self.interval = interval
         self.history = history
         self.approval_timeout = approval_timeout
@@ -92,6 +107,10 @@ class CallFeed:
         self._wake: asyncio.Event | None = None
         self._stats_dirty = True
         self._stats_sent = 0.0
+        self._epoch = secrets.token_hex(4)
+        self._seq = 0
+        self._recent: deque[tuple[int, Event]] = deque(maxlen=_REPLAY)
+        self._last_listener = 0.0
         self.polls = 0
         """How many polls ran (for tests and the bench)."""
 
@@ -100,6 +119,9 @@ class CallFeed:
         """The newest calls, the open approval requests and the stats (loading the store on first use)."""
         if not self._loaded:
             await self.refresh()
+        return self._snapshot_now(limit)
+
+    def _snapshot_now(self, limit: int = 300) -> dict[str, Any]:
         newest = sorted(self._calls.values(), key=lambda item: item[0], reverse=True)[:limit]
         return {
             "server_time": datetime.now(UTC).isoformat(),
@@ -116,19 +138,42 @@ class CallFeed:
         return stats
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[tuple[dict[str, Any], MemoryObjectReceiveStream[Event]]]:
-        """A snapshot and a stream of the events after it; the feed polls while anyone is subscribed."""
+    async def subscribe(
+        self, last_event_id: str | None = None
+    ) -> AsyncIterator[tuple[list[Event], MemoryObjectReceiveStream[Event]]]:
+        """The events a page needs first, then a stream of those that follow.
+
+        First comes a snapshot, or, for a page that reconnects with the id of the last event it got, the
+        events it missed (a snapshot again when they are no longer kept). The feed polls while anyone
+        is subscribed.
+        """
+        if not self._loaded:
+            await self.refresh()
         send, receive = anyio.create_memory_object_stream[Event](_SUBSCRIBER_BUFFER)
-        async with self._locked():
-            self._subscribers.add(send)
+        # No await from here to the subscription: nothing can fall between what is sent first and the stream.
+        first = self._missed(last_event_id)
+        if first is None:
+            first = [Event("snapshot", self._snapshot_now(), f"{self._epoch}-{self._seq}")]
+        self._subscribers.add(send)
+        self._ensure_poller()
         try:
-            snapshot = await self.snapshot()
-            self._ensure_poller()
             with receive:
-                yield snapshot, receive
+                yield first, receive
         finally:
             self._subscribers.discard(send)
+            self._last_listener = time.monotonic()
             send.close()
+
+    def _missed(self, last_event_id: str | None) -> list[Event] | None:
+        """The events after `last_event_id`, or None when a snapshot is needed instead."""
+        epoch, _, number = (last_event_id or "").partition("-")
+        if epoch != self._epoch or not number.isdigit() or int(number) > self._seq:
+            return None  # a first visit, or an id from before this server started
+        after = int(number)
+        oldest = self._recent[0][0] if self._recent else self._seq + 1
+        if after < oldest - 1:
+            return None  # what it missed is no longer kept
+        return [event for seq, event in self._recent if seq > after]
 
     def poke(self) -> None:
         """Poll now rather than at the next interval (after the console answered a request, say)."""
@@ -147,7 +192,7 @@ class CallFeed:
             self._poller = asyncio.get_running_loop().create_task(self._poll_forever(), name="toolhall-console-feed")
 
     async def _poll_forever(self) -> None:
-        while self._subscribers:
+        while self._subscribers or time.monotonic() - self._last_listener < self.linger:
             try:
                 await self.refresh()
             except Exception as exc:  # noqa: BLE001 - a store hiccup must not end the feed; retry next tick
@@ -244,11 +289,17 @@ class CallFeed:
             self._stats_sent = now
         if not events:
             return
+        numbered = []
+        for event in events:
+            self._seq += 1
+            numbered.append(Event(event.kind, event.data, f"{self._epoch}-{self._seq}"))
+            self._recent.append((self._seq, numbered[-1]))
+        events = numbered
         for send in list(self._subscribers):
             try:
                 for event in events:
                     send.send_nowait(event)
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                # A page too slow to keep up is dropped; its browser reconnects and gets a fresh snapshot.
+                # A page too slow to keep up is dropped; its browser reconnects and catches up.
                 self._subscribers.discard(send)
                 send.close()

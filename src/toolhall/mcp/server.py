@@ -240,7 +240,8 @@ async def serve_http(
     if host not in LOOPBACK and not token:
         raise ValueError(f"refusing to bind {host} (not loopback) without a token")
     app = http_app(target, token=token, host=host, port=port, routes=routes)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # Open event streams (MCP GET streams, console pages) would otherwise hold a shutdown until they end.
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     # Cancelling the caller asks uvicorn to shut down cleanly (lifespan included) instead of tearing it apart.
     running = asyncio.ensure_future(server.serve())

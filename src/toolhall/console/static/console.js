@@ -157,15 +157,24 @@
     source.addEventListener("store_error", (e) => {
       setConn("down", "store error: " + JSON.parse(e.data).message);
     });
+    // Streams end every few seconds by design and the browser resumes them at once (with Last-Event-ID):
+    // only a reconnection that takes a while is worth showing.
+    let slow = null;
+    source.onopen = () => {
+      clearTimeout(slow);
+      slow = null;
+      setConn("live", "live");
+    };
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) {
+        clearTimeout(slow);
         // The server refused the stream (signed out, or gone): check which, then retry.
         setConn("down", "reconnecting…");
         api("/console/api/stats").then((r) => {
           if (r.status !== 401) setTimeout(connect, 1000);
         }, () => setTimeout(connect, 2000));
-      } else {
-        setConn("connecting", "reconnecting…");
+      } else if (slow === null) {
+        slow = setTimeout(() => setConn("connecting", "reconnecting…"), 1500);
       }
     };
   }
