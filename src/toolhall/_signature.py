@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
 from pydantic.fields import FieldInfo
@@ -56,14 +56,33 @@ class NoTitles(GenerateJsonSchema):
         return super().encode_default(dft)
 
 
-@dataclass(frozen=True, slots=True)
 class FunctionSignature:
-    """What a tool needs to know about its function."""
+    """What a tool needs to know about its function; the validating `adapter` may be built on first use."""
 
-    input_schema: dict[str, Any]
-    adapter: TypeAdapter[Any]
-    context_param: str | None
-    return_annotation: Any
+    __slots__ = ("_adapter", "_build_adapter", "context_param", "input_schema", "return_annotation")
+
+    def __init__(
+        self,
+        *,
+        input_schema: dict[str, Any],
+        context_param: str | None,
+        return_annotation: Any,
+        adapter: TypeAdapter[Any] | None = None,
+        build_adapter: Callable[[], TypeAdapter[Any]] | None = None,
+    ) -> None:
+        self.input_schema = input_schema
+        self.context_param = context_param
+        self.return_annotation = return_annotation
+        self._adapter = adapter
+        self._build_adapter = build_adapter
+
+    @property
+    def adapter(self) -> TypeAdapter[Any]:
+        """The TypeAdapter that validates arguments into keyword arguments (built now if it was deferred)."""
+        if self._adapter is None:
+            assert self._build_adapter is not None  # noqa: S101 - one of the two is always given
+            self._adapter = self._build_adapter()
+        return self._adapter
 
 
 def _is_context(annotation: Any) -> bool:
@@ -139,15 +158,12 @@ def _unsupported(name: str, annotation: Any) -> str | None:
     return None
 
 
-def analyse_function(fn: Callable[..., Any], doc: ParsedDocstring, qualname: str) -> FunctionSignature:
-    """Build the input schema and validator for `fn`, gathering every problem into one `DefinitionError`."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise DefinitionError(f"tool function {qualname}: cannot read its signature ({exc})") from exc
-    hints = _type_hints(fn, qualname)
+def _parameters(
+    signature: inspect.Signature, hints: dict[str, Any], qualname: str
+) -> tuple[list[tuple[str, Any, Any]], str | None]:
+    """(name, annotation, default) for each schema parameter, and the ToolContext parameter's name."""
     problems: list[str] = []
-    fields: dict[str, Any] = {}
+    params: list[tuple[str, Any, Any]] = []
     context_param: str | None = None
     for name, param in signature.parameters.items():
         annotation = hints.get(name, Any)
@@ -160,25 +176,129 @@ def analyse_function(fn: Callable[..., Any], doc: ParsedDocstring, qualname: str
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             problems.append(f"parameter {name!r}: *args and **kwargs cannot be described by a schema")
             continue
-        fields[name] = _field_type(annotation, param.default, doc.params.get(name))
+        params.append((name, annotation, param.default))
     if problems:
         raise DefinitionError(f"tool function {qualname}: " + "; ".join(problems))
+    return params, context_param
+
+
+def _adapter(
+    fn: Callable[..., Any], params: list[tuple[str, Any, Any]], doc: ParsedDocstring, qualname: str
+) -> TypeAdapter[Any]:
+    """The TypeAdapter validating arguments straight into keyword arguments (a TypedDict with defaults)."""
+    fields = {name: _field_type(annotation, default, doc.params.get(name)) for name, annotation, default in params}
     args_type = TypedDict(f"{fn.__name__}_arguments", fields)  # type: ignore[misc]
     args_type.__pydantic_config__ = _FORBID_EXTRA  # type: ignore[attr-defined]
     try:
-        adapter: TypeAdapter[Any] = TypeAdapter(args_type)
+        return TypeAdapter(args_type)
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
+        raise _definition_error(params, qualname, exc) from exc
+
+
+def _definition_error(params: list[tuple[str, Any, Any]], qualname: str, exc: Exception) -> DefinitionError:
+    bad = [msg for name, annotation, _ in params if (msg := _unsupported(name, annotation))]
+    detail = "; ".join(bad) or str(exc).splitlines()[0]
+    return DefinitionError(f"tool function {qualname}: {detail}")
+
+
+def analyse_function(fn: Callable[..., Any], doc: ParsedDocstring, qualname: str) -> FunctionSignature:
+    """Build the input schema and validator for `fn`, gathering every problem into one `DefinitionError`.
+
+    When every parameter has a simple type (see `_simple_schema`), the schema is written directly and the
+    validator is built on the first call: most of the cost of defining a tool is pydantic building both.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(f"tool function {qualname}: cannot read its signature ({exc})") from exc
+    hints = _type_hints(fn, qualname)
+    params, context_param = _parameters(signature, hints, qualname)
+    return_annotation = hints.get("return", signature.return_annotation)
+    fast = _fast_schema(params, doc)
+    if fast is not None:
+        return FunctionSignature(
+            input_schema=fast,
+            build_adapter=lambda: _adapter(fn, params, doc, qualname),
+            context_param=context_param,
+            return_annotation=return_annotation,
+        )
+    adapter = _adapter(fn, params, doc, qualname)
+    try:
         schema = adapter.json_schema(schema_generator=NoTitles)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
-        bad = [msg for name in fields if (msg := _unsupported(name, hints.get(name, Any)))]
-        detail = "; ".join(bad) or str(exc).splitlines()[0]
-        raise DefinitionError(f"tool function {qualname}: {detail}") from exc
+        raise _definition_error(params, qualname, exc) from exc
     schema.pop("title", None)
     return FunctionSignature(
-        input_schema=schema,
-        adapter=adapter,
-        context_param=context_param,
-        return_annotation=hints.get("return", signature.return_annotation),
+        input_schema=schema, adapter=adapter, context_param=context_param, return_annotation=return_annotation
     )
+
+
+# -- the direct path for simple signatures -------------------------------------------------------------
+# Exactly what pydantic (with NoTitles) writes for these types, keys sorted as pydantic sorts them;
+# tests/test_signature_fastpath.py checks the two agree. Anything else goes through pydantic.
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_NONE_TYPE = type(None)
+
+
+def _simple_schema(annotation: Any) -> dict[str, Any] | None:
+    """pydantic's JSON Schema for str, int, float, bool, list[T], dict[str, T], Literal and `T | None`."""
+    if isinstance(annotation, type):
+        name = _SCALARS.get(annotation)
+        return {"type": name} if name is not None else None
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is list and len(args) == 1:
+        items = _simple_schema(args[0])
+        return None if items is None else {"items": items, "type": "array"}
+    if origin is dict and len(args) == 2 and args[0] is str:
+        values = _simple_schema(args[1])
+        return None if values is None else {"additionalProperties": values, "type": "object"}
+    if origin is Literal:
+        return _literal_schema(args)
+    if (origin is Union or origin is types.UnionType) and len(args) == 2 and args[1] is _NONE_TYPE:
+        inner = _simple_schema(args[0])
+        return None if inner is None else {"anyOf": [inner, {"type": "null"}]}
+    return None
+
+
+def _literal_schema(values: tuple[Any, ...]) -> dict[str, Any] | None:
+    kinds = {type(value) for value in values}
+    if len(kinds) != 1 or len(set(values)) != len(values) or not values:
+        return None
+    name = {str: "string", int: "integer"}.get(kinds.pop())
+    if name is None:
+        return None
+    return {"const": values[0], "type": name} if len(values) == 1 else {"enum": list(values), "type": name}
+
+
+def _json_native(value: Any) -> bool:
+    kind = type(value)
+    return value is None or kind is str or kind is bool or kind is int or (kind is float and math.isfinite(value))
+
+
+def _fast_schema(params: list[tuple[str, Any, Any]], doc: ParsedDocstring) -> dict[str, Any] | None:
+    """The input schema written directly, or None when a parameter needs pydantic to describe it."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, annotation, default in params:
+        prop = _simple_schema(annotation)
+        if prop is None:
+            return None
+        if default is inspect.Parameter.empty:
+            required.append(name)
+        elif _json_native(default):
+            prop["default"] = default
+        else:
+            return None
+        description = doc.params.get(name)
+        if description:
+            prop["description"] = description
+        properties[name] = dict(sorted(prop.items()))
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema
 
 
 def output_schema_for(annotation: Any) -> dict[str, Any] | None:

@@ -297,10 +297,10 @@ class Tool:
         qualname = getattr(fn, "__qualname__", repr(fn))
         doc = parse_docstring(inspect.getdoc(fn))
         sig = analyse_function(fn, doc, qualname)
-        adapter = sig.adapter
 
         def build() -> tuple[ValidatorFn, ValidatorFn]:
-            return adapter.validator.validate_json, adapter.validator.validate_python
+            validator = sig.adapter.validator  # built here, on the first call, for simple signatures
+            return validator.validate_json, validator.validate_python
 
         ret = sig.return_annotation
         name, description, behaviour = _split_options(options, getattr(fn, "__name__", "tool"), doc.description)
