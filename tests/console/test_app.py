@@ -309,3 +309,16 @@ async def test_a_server_with_an_open_page_stops_promptly_and_quietly(caplog: pyt
                     await server
     uvicorn_log.removeHandler(caplog.handler)
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+def test_a_failing_store_is_a_503_naming_the_failure(make_console: Callable[..., Console], tmp_path: Path) -> None:
+    """When the store cannot be read the API says so (503) instead of a bare server error."""
+    from toolhall import SqliteLog
+
+    store = SqliteLog(tmp_path / "gone.db")
+    console = make_console(store)
+    store.close()
+    with httpx.Client(base_url=console.url, headers=BEARER) as client:
+        response = client.get("/console/api/calls")
+    assert response.status_code == 503
+    assert response.json()["error"] == "store_unavailable" and "closed database" in response.json()["message"]

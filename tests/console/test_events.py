@@ -71,7 +71,7 @@ async def test_a_call_sends_an_event_when_it_starts_and_when_it_ends() -> None:
 async def test_a_long_running_call_is_followed_until_it_ends() -> None:
     """A call that started long before the newest ones is still re-read until it ends."""
     log = MemoryLog()
-    old = record(status="running", started_at=NOW - timedelta(minutes=10), ended_at=None)
+    old = record(status="running", started_at=NOW - timedelta(minutes=5), ended_at=None)
     await log.write(old)
     feed = CallFeed(log, interval=0.02)
     async with feed.subscribe() as (_, receive):
@@ -186,3 +186,30 @@ def test_stats_count_sessions_errors_minutes_and_slowest_tools() -> None:
     assert stats["per_minute"][-3]["errors"] == 1
     assert sum(minute["calls"] for minute in stats["per_minute"]) == 4
     assert stats["totals"] == {"calls": 5, "errors": 2, "denied": 1, "running": 1, "pending": 0}
+
+
+class CountingLog(MemoryLog):
+    """A MemoryLog that counts `get` calls."""
+
+    gets = 0
+
+    def get(self, call_id: str) -> CallRecord | None:
+        """Count, then read."""
+        self.gets += 1
+        return super().get(call_id)
+
+
+async def test_calls_left_open_long_ago_are_not_read_on_every_poll() -> None:
+    """A row a dead process left `running` two hours ago is re-read about once a minute, not per poll."""
+    log = CountingLog()
+    await log.write(record(status="running", started_at=NOW - timedelta(hours=2), ended_at=None))
+    young = record(status="running", started_at=datetime.now(UTC) - timedelta(minutes=20), ended_at=None)
+    await log.write(young)
+    await log.write(record())  # newer rows push both out of the window of recent calls
+    feed = CallFeed(log)
+    for _ in range(5):
+        await feed.refresh()
+    assert log.gets == 0
+    await log.write(dataclasses.replace(young, status="ok"))
+    await feed.refresh()
+    assert (await feed.snapshot())["stats"]["totals"]["running"] == 2  # neither is due yet

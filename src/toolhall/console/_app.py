@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .._errors import LogStoreError
 from ..log._record import CALL_STATUSES
 from ._events import CallFeed, Event
 from ._security import Guard, error_response
@@ -126,8 +127,12 @@ def _check_number(name: str, value: float | None, *, allow_none: bool = False) -
 
 def _guarded(guard: Guard, endpoint: Endpoint, *, write: bool = False) -> Endpoint:
     async def checked(request: Request) -> Response:
-        refused = guard.refuse(request, write=write)
-        response = refused if refused is not None else await endpoint(request)
+        response = guard.refuse(request, write=write)
+        if response is None:
+            try:
+                response = await endpoint(request)
+            except LogStoreError as exc:
+                response = error_response(503, "store_unavailable", str(exc))
         for key, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(key, value)
         return response

@@ -65,6 +65,15 @@ class _Fetched:
     expired: list[str]
 
 
+def _recheck_after(started_at: datetime) -> float:
+    """Seconds until an open call is read again: at once while young, rarely once it is old.
+
+    A row left `running` or `pending` by a process that died stays so; it must not cost a query per poll.
+    """
+    age = (datetime.now(UTC) - started_at).total_seconds()
+    return 0.0 if age < 600 else 5.0 if age < 3600 else 60.0
+
+
 def _version(record: CallRecord) -> tuple[Any, ...]:
     """What changes as a call goes on: comparing it is cheaper than building the summary again."""
     return (record.status, record.ended_at, record.duration_ms, record.truncated, record.output_chars, record.approval)
@@ -97,7 +106,7 @@ class CallFeed:
         self.history = history
         self.approval_timeout = approval_timeout
         self._calls: dict[str, tuple[datetime, tuple[Any, ...], dict[str, Any]]] = {}
-        self._open: set[str] = set()
+        self._open: dict[str, float] = {}  # call id -> when (monotonic) to read it again
         self._approvals: dict[str, dict[str, Any]] = {}
         self._watermark: datetime | None = None
         self._loaded = False
@@ -207,7 +216,8 @@ class CallFeed:
         """Poll the store once and send what changed to every subscriber."""
         async with self._locked():
             since = self._watermark - _LATE_ROWS if self._watermark is not None else None
-            open_ids = list(self._open)[:_OPEN_CHECKS]
+            now = time.monotonic()
+            open_ids = [call_id for call_id, due in self._open.items() if due <= now][:_OPEN_CHECKS]
             fetched = await anyio.to_thread.run_sync(self._fetch, since, open_ids)
             events = self._apply(fetched)
             self.polls += 1
@@ -248,9 +258,9 @@ class CallFeed:
                 self._calls[record.id] = (record.started_at, _version(record), summary)
                 events.append(Event("call", summary))
             if record.status in FINAL_STATUSES:
-                self._open.discard(record.id)
+                self._open.pop(record.id, None)
             else:
-                self._open.add(record.id)
+                self._open[record.id] = time.monotonic() + _recheck_after(record.started_at)
             if self._watermark is None or record.started_at > self._watermark:
                 self._watermark = record.started_at
         if events:
@@ -279,7 +289,7 @@ class CallFeed:
         oldest = sorted(self._calls.items(), key=lambda item: item[1][0])[:excess]
         for call_id, _ in oldest:
             del self._calls[call_id]
-            self._open.discard(call_id)
+            self._open.pop(call_id, None)
 
     def _broadcast(self, events: list[Event]) -> None:
         now = time.monotonic()
