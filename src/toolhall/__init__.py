@@ -107,9 +107,9 @@ __all__ = [
     "Policy",
     "PolicyError",
     "PostgresLog",
-    "Resource",
     "ResolveError",
     "ResolvedToolSet",
+    "Resource",
     "SchemaError",
     "Session",
     "SqliteLog",
@@ -147,7 +147,8 @@ if not TYPE_CHECKING:  # hidden from mypy, so a misspelled `toolhall.Tol` is sti
 
 def _rehomed(value: Any) -> Any:
     """The public home, as httpx does: reprs, docs and tracebacks say toolhall.Tool, not toolhall._tool.Tool."""
-    if getattr(value, "__module__", "").startswith("toolhall._"):
+    module = getattr(value, "__module__", "")
+    if module.startswith("toolhall.") and "._" in module:
         try:
             value.__module__ = "toolhall"
         except (AttributeError, TypeError):
