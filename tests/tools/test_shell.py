@@ -102,6 +102,19 @@ async def test_environment_is_scrubbed_and_caller_additions_arrive(ws: Path, bac
 
 
 @pytest.mark.anyio
+async def test_files_left_in_tmpdir_never_reach_the_next_command(ws: Path, backend: str) -> None:
+    """Each command gets an empty private TMPDIR, even though empty ones are reused between commands."""
+    tb = make(ws, backend)
+    first = await run(tb, ["sh", "-c", 'echo secret > "$TMPDIR/left"; echo "$TMPDIR"'])
+    again = await run(tb, ["sh", "-c", 'ls -A "$TMPDIR"; echo "$TMPDIR"'])
+    assert first.ok and again.ok
+    assert "left" not in again.data["stdout"]
+    assert again.data["stdout"].splitlines()[-1].startswith("/")
+    if backend != "bwrap":  # bwrap's /tmp is a tmpfs of its own; the others live in the host's /tmp
+        assert not Path(first.data["stdout"].strip()).exists()
+
+
+@pytest.mark.anyio
 async def test_stdin_is_fed_and_absent_stdin_never_hangs(ws: Path, backend: str) -> None:
     """`cat` gets the given stdin; without stdin it reads end-of-file at once."""
     tb = make(ws, backend)

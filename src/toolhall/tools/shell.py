@@ -26,7 +26,6 @@ import shlex
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from .._toolbox import Toolbox
 from .._workspace import Workspace
 from . import _isolation, _proc
 from ._cmdline import UNPARSEABLE, split_commands
+from ._scratch import ScratchDirs
 
 __all__ = ["DEFAULT_RLIMITS", "SAFE_PATH", "describe_isolation", "toolbox"]
 
@@ -75,6 +75,7 @@ class _Config:
     max_read_bytes: int
     limits: dict[str, int]
     env: dict[str, str] = field(default_factory=dict)
+    scratch: ScratchDirs = field(default_factory=ScratchDirs)
 
 
 def toolbox(
@@ -264,7 +265,7 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
         raise ToolCallError(f"cwd {cwd!r} is not a folder in the workspace", code="invalid_input")
     _check_program(cfg, argv[0], workdir)
     extra = {**cfg.env, **_check_env(env or {}, where="env")}
-    tmp = None if cfg.backend == "bwrap" else tempfile.mkdtemp(prefix="toolhall-shell-")
+    tmp = None if cfg.backend == "bwrap" else cfg.scratch.acquire()  # bwrap mounts its own tmpfs
     try:
         done = await _launch(cfg, argv, workdir=str(workdir), tmp=tmp, timeout=timeout, extra_env=extra,
                              stdin=stdin.encode() if stdin is not None else None)
@@ -273,10 +274,7 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
                             details={"errno": exc.errno}) from exc
     finally:
         if tmp is not None:
-            try:
-                os.rmdir(tmp)  # the common case, an unused TMPDIR, costs one syscall
-            except OSError:
-                shutil.rmtree(tmp, ignore_errors=True)
+            cfg.scratch.release(tmp)
     return _outcome(cfg, done, timeout)
 
 
