@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -23,7 +25,11 @@ def serve(
     host: Annotated[str | None, typer.Option("--host", help="Address to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option("--port", help="Port to bind (default 8765).")] = None,
     token: Annotated[
-        str | None, typer.Option("--token", help="Bearer token clients must send (default: $TOOLHALL_TOKEN, or new).")
+        str | None,
+        typer.Option(
+            "--token",
+            help="Bearer token clients must send (default: $TOOLHALL_TOKEN, else .toolhall/token, made once).",
+        ),
     ] = None,
     toolbox_ref: Annotated[
         str | None,
@@ -48,7 +54,7 @@ def serve(
     secret = token or os.environ.get("TOOLHALL_TOKEN") or cfg.token
     if http and bind not in _LOOPBACK and not secret:
         raise fail(f"refusing to bind {bind} (not loopback) without a token", code=2, hint="pass --token")
-    secret = secret or new_token()
+    secret = secret or _saved_token(Path(app.workspace.root) / ".toolhall" / "token", new_token)
 
     custom = load_toolbox(toolbox_ref) if toolbox_ref else None
 
@@ -83,6 +89,24 @@ def serve(
                 await session.aclose()
 
     anyio.run(run)
+
+
+def _saved_token(path: Path, make: Callable[[], str]) -> str:
+    """The token kept in the workspace's state folder (made on first start), so clients keep working."""
+    try:
+        saved = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        saved = ""
+    if saved:
+        return saved
+    token = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    tmp.replace(path)
+    return token
 
 
 def register(app: typer.Typer) -> None:
