@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests._services import require_mysql
-from toolhall import Toolbox
+from tests.tools._sql_support import query, read_only_backend, refusal
 from toolhall.tools import sql
 
 pymysql = pytest.importorskip("pymysql")
@@ -57,10 +57,6 @@ def my() -> Iterator[My]:
             cur.execute(f"DROP TABLE IF EXISTS {table}")
             cur.execute(f"DROP USER IF EXISTS '{user}'@'127.0.0.1'")
         admin.close()
-
-
-def query(tb: Toolbox, text: str, **args: Any) -> Any:
-    return tb.call_sync("sql_query", {"sql": text, **args})
 
 
 def running(admin_url: str, marker: str) -> list[Any]:
@@ -124,20 +120,10 @@ def test_read_only_refuses_every_write_trick(my: My, statement: str, who: str) -
 
 def test_the_database_refuses_a_write_that_passes_the_guard(my: My) -> None:
     """The read-only session and transaction stop even root's writes sent straight to the backend (1792)."""
-    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
-    from toolhall.tools._sql_guard import analyse
-    from toolhall.tools._sql_mysql import MysqlBackend
-
-    backend = MysqlBackend(parse_url(my.admin_url), "read_only")
-    try:
+    with read_only_backend(my.admin_url) as backend:
         for text in (f"DELETE FROM {my.table}", f"CREATE TABLE {my.table}_evil (a int)"):
-            request = RunRequest(statements=analyse(text, "mysql").statements, params=None, max_rows=10,
-                                 timeout=5, read_only=True)
-            with pytest.raises(Exception) as caught:
-                backend.run(request, Interrupt())
-            assert caught.value.code == "denied" and caught.value.details["errno"] == 1792  # type: ignore[attr-defined]
-    finally:
-        backend.close()
+            error = refusal(backend, text)
+            assert error.code == "denied" and error.details["errno"] == 1792
     assert query(sql.toolbox(url=my.admin_url), f"SELECT count(*) FROM {my.table}").data["rows"] == [[2]]
 
 

@@ -7,14 +7,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import pytest
 
 from tests._services import require_postgres
-from toolhall import Toolbox
+from tests.tools._sql_support import query, read_only_backend, refusal, run_direct
 from toolhall.tools import sql
 
 psycopg = pytest.importorskip("psycopg")
@@ -63,10 +62,6 @@ def pg() -> Iterator[Pg]:
             admin.execute(f"DROP TABLE IF EXISTS {table}, {secret}")
             admin.execute(f"DROP OWNED BY {role}")
             admin.execute(f"DROP ROLE {role}")
-
-
-def query(tb: Toolbox, text: str, **args: Any) -> Any:
-    return tb.call_sync("sql_query", {"sql": text, **args})
 
 
 def active(admin_url: str, marker: str) -> list[str]:
@@ -155,45 +150,20 @@ def test_read_only_refuses_every_write_trick(pg: Pg, statement: str, who: str) -
 
 def test_the_database_refuses_a_write_that_passes_the_guard(pg: Pg) -> None:
     """Read-only is kept by the server too: a write sent straight to the backend fails with 25006."""
-    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
-    from toolhall.tools._sql_guard import analyse
-    from toolhall.tools._sql_postgres import PostgresBackend
-
-    backend = PostgresBackend(parse_url(pg.admin_url), "read_only")
-    try:
+    with read_only_backend(pg.admin_url) as backend:
         for text in (f"DELETE FROM {pg.table}", f"CREATE TABLE {pg.table}_evil (a int)"):
-            request = RunRequest(statements=analyse(text, "postgres").statements, params=None, max_rows=10,
-                                 timeout=5, read_only=True)
-            with pytest.raises(Exception) as caught:
-                backend.run(request, Interrupt())
-            assert caught.value.code == "denied" and caught.value.details["sqlstate"] == "25006"  # type: ignore[attr-defined]
-        stacked = analyse(f"SET TRANSACTION READ WRITE; DELETE FROM {pg.table}", "postgres").statements
-        with pytest.raises(Exception) as caught:
-            backend.run(RunRequest(statements=stacked, params=None, max_rows=10, timeout=5, read_only=True),
-                        Interrupt())
-        assert caught.value.details["sqlstate"] == "25001"  # type: ignore[attr-defined]
-    finally:
-        backend.close()
+            error = refusal(backend, text)
+            assert error.code == "denied" and error.details["sqlstate"] == "25006"
+        stacked = refusal(backend, f"SET TRANSACTION READ WRITE; DELETE FROM {pg.table}")
+        assert stacked.details["sqlstate"] == "25001"
     assert query(sql.toolbox(url=pg.admin_url), f"SELECT count(*) FROM {pg.table}").data["rows"] == [[2]]
 
 
 def test_a_session_talked_out_of_read_only_is_never_reused(pg: Pg) -> None:
     """A SET that slipped past the guard cannot leak into later calls: that connection is dropped."""
-    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
-    from toolhall.tools._sql_guard import analyse
-    from toolhall.tools._sql_postgres import PostgresBackend
-
-    backend = PostgresBackend(parse_url(pg.admin_url), "read_only")
-    try:
-        escape = analyse("SET default_transaction_read_only = off", "postgres").statements
-        backend.run(RunRequest(statements=escape, params=None, max_rows=10, timeout=5, read_only=True), Interrupt())
-        write = analyse(f"DELETE FROM {pg.table}", "postgres").statements
-        with pytest.raises(Exception) as caught:
-            backend.run(RunRequest(statements=write, params=None, max_rows=10, timeout=5, read_only=True),
-                        Interrupt())
-        assert caught.value.details["sqlstate"] == "25006"  # type: ignore[attr-defined]
-    finally:
-        backend.close()
+    with read_only_backend(pg.admin_url) as backend:
+        run_direct(backend, "SET default_transaction_read_only = off")
+        assert refusal(backend, f"DELETE FROM {pg.table}").details["sqlstate"] == "25006"
 
 
 def test_privileges_of_the_role_are_the_servers_answer(pg: Pg) -> None:
@@ -286,3 +256,15 @@ def test_diagnose_warns_about_a_superuser_only(pg: Pg) -> None:
     assert any("superuser" in note for note in sql.diagnose(pg.admin_url))
     assert sql.diagnose(pg.reader_url) == []
     assert sql.diagnose("postgresql://nobody@127.0.0.1:1/none")[0].startswith("sql: cannot connect")
+
+
+def test_client_cancels_on_the_server_when_the_server_limit_is_gone(pg: Pg) -> None:
+    """With statement_timeout switched off inside the call, the client's own deadline cancels the query."""
+    marker = f"unlimited_{uuid.uuid4().hex[:8]}"
+    tb = sql.toolbox(url=pg.admin_url, mode="read_write", allow_multiple=True)
+    result = query(tb, f"SET statement_timeout = 0; SELECT pg_sleep(30) AS {marker}", timeout=0.3)
+    assert result.error.code == "timeout" and result.error.details["timeout"] == 0.3, result.error
+    assert result.duration_ms < 5000
+    assert wait_until_idle(pg.admin_url, marker) == []
+    again = query(tb, f"SELECT pg_sleep(30) AS {marker}", timeout=0.3)  # the next call restores the limit
+    assert again.error.code == "timeout" and again.duration_ms < 1500, again.error

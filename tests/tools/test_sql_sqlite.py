@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from toolhall import Toolbox, ToolCall
+from tests.tools._sql_support import query, read_only_backend, refusal
+from toolhall import ToolCall
 from toolhall._errors import ConfigError
 from toolhall.tools import sql
 
@@ -34,10 +36,6 @@ def db(tmp_path: Path) -> Path:
 
 def url(path: Path) -> str:
     return f"sqlite:///{path}"
-
-
-def query(tb: Toolbox, sql_text: str, **args: Any) -> Any:
-    return tb.call_sync("sql_query", {"sql": sql_text, **args})
 
 
 def test_select_returns_columns_rows_and_kind(db: Path) -> None:
@@ -87,17 +85,9 @@ def test_read_only_refuses_writes_and_leaves_data_alone(db: Path, statement: str
 
 def test_read_only_connection_refuses_a_write_the_guard_never_saw(db: Path) -> None:
     """The second lock: a read-only connection refuses a write that reaches it."""
-    from toolhall.tools._sql_base import Interrupt, RunRequest, parse_url
-    from toolhall.tools._sql_guard import analyse
-    from toolhall.tools._sql_sqlite import SqliteBackend
-
-    backend = SqliteBackend(parse_url(url(db)), "read_only")
-    request = RunRequest(statements=analyse("DELETE FROM orders", "sqlite").statements, params=None,
-                         max_rows=10, timeout=5, read_only=True)
-    with pytest.raises(Exception, match="readonly|read-only|not authorized") as caught:
-        backend.run(request, Interrupt())
-    assert getattr(caught.value, "code", None) == "denied"
-    backend.close()
+    with read_only_backend(url(db)) as backend:
+        error = refusal(backend, "DELETE FROM orders")
+    assert error.code == "denied" and re.search("readonly|read-only|not authorized", error.message)
 
 
 def test_authorizer_blocks_attach_and_vacuum_into_in_read_write_mode(db: Path) -> None:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import anyio
+
 from .._codes import ErrorCode
 from .._errors import ConfigError, ToolCallError
 from ._sql_guard import Dialect, Statement
@@ -23,7 +25,9 @@ __all__ = [
     "Pool",
     "RunRequest",
     "database_error",
+    "in_thread",
     "parse_url",
+    "stopped_error",
 ]
 
 Mode = Literal["read_only", "read_write"]
@@ -204,24 +208,25 @@ class Interrupt:
 
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 
 class Pool(Generic[C]):
-    """A few idle connections, reused across calls; a broken one is dropped instead of returned."""
+    """A few idle connections, reused across calls; a broken one is dropped instead of returned.
 
-    def __init__(self, connect: Callable[[], C], close: Callable[[C], None], max_idle: int = 4) -> None:
-        self._connect = connect
+    The caller opens a new connection when `take` finds none idle (with a blocking or an async driver alike).
+    """
+
+    def __init__(self, close: Callable[[C], None], max_idle: int = 4) -> None:
         self._close = close
         self._idle: list[C] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # calls may come from several threads, each with its own event loop
         self._max_idle = max_idle
 
-    def get(self) -> C:
-        """An idle connection, or a new one."""
+    def take(self) -> C | None:
+        """An idle connection, or None when the caller must open one."""
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return self._connect()
+            return self._idle.pop() if self._idle else None
 
     def put(self, conn: C, *, healthy: bool = True) -> None:
         """Return a connection after a call (closed instead when unhealthy or the pool is full)."""
@@ -248,29 +253,76 @@ class Pool(Generic[C]):
 
 
 class Backend(Protocol):
-    """One database: runs statements in a transaction and describes its schema (blocking; call from a thread)."""
+    """One database: runs statements in a transaction and describes its schema.
+
+    Every method stops its statement on the server when the time limit passes or the awaiting task is
+    cancelled, and reports database errors as `ToolCallError` (timeouts with code `timeout`).
+    """
 
     dialect: Dialect
     pyformat: bool
-    grace: float
-    """Seconds the client waits past the time limit before it interrupts: 0 when the interrupt is the
-    limit itself (SQLite), longer when the server enforces its own limit first."""
 
-    def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
+    async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
         ...
 
-    def schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
+    async def schema(self, table: str | None, timeout: float) -> dict[str, Any]:
         """Tables, columns, keys and indexes (one table in detail when named)."""
         ...
 
-    def diagnose(self) -> list[str]:
+    async def diagnose(self) -> list[str]:
         """Warnings about the configured connection (a superuser role, a missing database)."""
         ...
 
     def close(self) -> None:
         """Close pooled connections."""
         ...
+
+
+async def in_thread(job: Callable[[Interrupt], T], timeout: float, grace: float) -> T:
+    """Run a blocking driver job in a worker thread; on timeout or cancellation, stop it on the server.
+
+    Args:
+        job: The work; it arms the `Interrupt` with how to stop its statement.
+        timeout: The call's time limit in seconds.
+        grace: Seconds to wait past `timeout` before interrupting: 0 when the interrupt is the limit itself
+            (SQLite), longer when the server enforces its own limit first (its error is the better report).
+    """
+    interrupt = Interrupt()
+    try:
+        with anyio.fail_after(timeout + grace):
+            return await anyio.to_thread.run_sync(job, interrupt, abandon_on_cancel=True)
+    except TimeoutError:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(interrupt.fire, "timeout")
+        raise stopped_error("timeout", timeout=timeout) from None
+    except anyio.get_cancelled_exc_class():
+        # The caller gave up (or the session's own timeout fired): stop the statement before unwinding.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(interrupt.fire, "cancelled")
+        raise
+
+
+def stopped_error(
+    reason: Literal["timeout", "cancelled"] | None, *, statement: int | None = None, timeout: float | None = None,
+    said: str | None = None, **details: Any,
+) -> ToolCallError:
+    """The error for a statement stopped on the server: `cancelled` when the caller gave up, else `timeout`.
+
+    Args:
+        reason: Why the client stopped it (None: the server's own time limit did).
+        statement: Which statement of the call (from 0), when known.
+        timeout: The time limit in seconds, when known.
+        said: The server's own message, quoted in the timeout message.
+        **details: The driver's error code (sqlstate, errno, sqlite_code).
+    """
+    if reason == "cancelled":
+        return database_error("the statement was cancelled on the server", code="cancelled", statement=statement,
+                              **details)
+    limit = f" of {timeout:g} s" if timeout is not None else ""
+    note = f" ({said})" if said else ""
+    return database_error(f"the statement ran past its time limit{limit} and was cancelled on the server{note}",
+                          code="timeout", statement=statement, timeout=timeout, **details)
 
 
 def database_error(

@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import anyio
 import pymysql
 from pymysql.constants import FIELD_TYPE
 from pymysql.cursors import SSCursor
 
 from .._codes import ErrorCode
 from .._errors import ToolCallError
-from ._sql_base import Column, DatabaseURL, Interrupt, Mode, Outcome, Pool, RunRequest, database_error
+from ._sql_base import (
+    Column,
+    DatabaseURL,
+    Interrupt,
+    Mode,
+    Outcome,
+    Pool,
+    RunRequest,
+    database_error,
+    in_thread,
+    stopped_error,
+)
 from ._sql_guard import Dialect, Statement
 from ._sql_myschema import describe, diagnose_grants
 from ._sql_values import row_to_json
@@ -45,7 +58,7 @@ class _Conn:
 
 
 class MysqlBackend:
-    """MySQL or MariaDB through PyMySQL (blocking connections, used from worker threads)."""
+    """MySQL or MariaDB through PyMySQL (blocking connections, each call in a worker thread)."""
 
     dialect: Dialect = "mysql"
     pyformat = True
@@ -54,7 +67,7 @@ class MysqlBackend:
     def __init__(self, url: DatabaseURL, mode: Mode) -> None:
         self._url = url
         self._read_only = mode == "read_only"
-        self._pool: Pool[_Conn] = Pool(self._connect, lambda c: c.db.close())
+        self._pool: Pool[_Conn] = Pool(lambda c: c.db.close())
         self._mariadb: bool | None = None
         self._side: pymysql.connections.Connection[Any] | None = None
         self._side_lock = threading.Lock()
@@ -77,7 +90,7 @@ class MysqlBackend:
 
     def _checkout(self) -> _Conn:
         try:
-            return self._pool.get()
+            return self._pool.take() or self._connect()
         except pymysql.MySQLError as error:
             raise database_error(f"cannot connect to MySQL at {self._url.safe}: {error}",
                                  errno=_errno(error), reason="connect") from None
@@ -97,8 +110,19 @@ class MysqlBackend:
                 self._side = self._open()
             self._side.query(f"KILL QUERY {int(thread_id):d}")
 
-    def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
+    async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
+        return await in_thread(partial(self._run, request), request.timeout, self.grace)
+
+    async def schema(self, table: str | None, timeout: float) -> dict[str, Any]:
+        """Tables, columns, keys and indexes (one table in detail when named)."""
+        return await in_thread(partial(self._schema, table, timeout), timeout, self.grace)
+
+    async def diagnose(self) -> list[str]:
+        """Warnings about the configured account: all privileges, FILE or SUPER, write grants."""
+        return await anyio.to_thread.run_sync(self._diagnose)
+
+    def _run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
         conn = self._checkout()
         outcomes: list[Outcome] = []
         healthy = False
@@ -162,8 +186,7 @@ class MysqlBackend:
             if _errno(error) != _KILLED:
                 raise
 
-    def schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
-        """Tables, columns, keys and indexes (one table in detail when named)."""
+    def _schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
         conn = self._checkout()
         healthy = False
         try:
@@ -178,8 +201,7 @@ class MysqlBackend:
             interrupt.disarm()
             self._pool.put(conn, healthy=healthy)
 
-    def diagnose(self) -> list[str]:
-        """Warnings about the configured account: all privileges, FILE or SUPER, write grants."""
+    def _diagnose(self) -> list[str]:
         try:
             conn = self._checkout()
         except ToolCallError as error:
@@ -248,10 +270,6 @@ def _error(error: pymysql.MySQLError, index: int | None, interrupt: Interrupt) -
     errno = _errno(error)
     message = str(error.args[1]) if len(error.args) > 1 else str(error)
     if errno in _TIMEOUT_ERRNOS or (errno == _KILLED and interrupt.fired):
-        if interrupt.reason == "cancelled":
-            return database_error("the statement was cancelled on the server", code="cancelled",
-                                  statement=index, errno=errno)
-        return database_error(f"the statement ran past its time limit and was stopped on the server ({message})",
-                              code="timeout", statement=index, errno=errno)
+        return stopped_error(interrupt.reason, statement=index, said=message, errno=errno)
     code: ErrorCode = "denied" if errno in _DENIED_ERRNOS else "execution_error"
     return database_error(message, code=code, statement=index, errno=errno)

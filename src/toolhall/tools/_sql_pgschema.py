@@ -48,30 +48,30 @@ FROM pg_constraint con WHERE con.conrelid = %s AND con.contype = 'f' ORDER BY co
 """
 
 
-def describe(pg: psycopg.Connection[Any], table: str | None) -> dict[str, Any]:
+async def describe(pg: psycopg.AsyncConnection[Any], table: str | None) -> dict[str, Any]:
     """Every user table with its columns, or one table's columns, primary key, foreign keys and indexes."""
     cur = pg.cursor()
     if table is None:
-        cur.execute(_COLUMNS.format(where=_USER_TABLES, limit=_MAX_COLUMNS + 1))
-        rows = cur.fetchall()
+        await cur.execute(_COLUMNS.format(where=_USER_TABLES, limit=_MAX_COLUMNS + 1))
+        rows = await cur.fetchall()
         listing = _group(rows[:_MAX_COLUMNS])
         return {"tables": listing, "truncated": len(rows) > _MAX_COLUMNS}
-    cur.execute("SELECT to_regclass(%s)::oid", (table,))
-    found = cur.fetchone()
+    await cur.execute("SELECT to_regclass(%s)::oid", (table,))
+    found = await cur.fetchone()
     oid = found[0] if found else None
     if oid is None:
-        cur.execute(_COLUMNS.format(where=_USER_TABLES, limit=_MAX_COLUMNS))
-        names = sorted({r[0] for r in cur.fetchall()})
+        await cur.execute(_COLUMNS.format(where=_USER_TABLES, limit=_MAX_COLUMNS))
+        names = sorted({r[0] for r in await cur.fetchall()})
         raise ToolCallError(f"no table or view named {table!r}", code="not_found",
                             details={"reason": "no_such_table", "tables": names[:50]})
-    cur.execute(_COLUMNS.format(where="c.oid = %s", limit=_MAX_COLUMNS), (oid,))
-    entry = _group(cur.fetchall())[0]
-    cur.execute(_INDEXES, (oid,))
+    await cur.execute(_COLUMNS.format(where="c.oid = %s", limit=_MAX_COLUMNS), (oid,))
+    entry = _group(await cur.fetchall())[0]
+    await cur.execute(_INDEXES, (oid,))
     indexes = [{"name": n, "columns": cols, "unique": u, "primary": p, "definition": d}
-               for n, u, p, cols, d in cur.fetchall()]
-    cur.execute(_FOREIGN_KEYS, (oid,))
+               for n, u, p, cols, d in await cur.fetchall()]
+    await cur.execute(_FOREIGN_KEYS, (oid,))
     keys = [{"name": n, "columns": cols, "references": {"table": target, "columns": refs}}
-            for n, target, cols, refs in cur.fetchall()]
+            for n, target, cols, refs in await cur.fetchall()]
     primary: list[str] = next((i["columns"] for i in indexes if i["primary"]), [])
     return {**entry, "primary_key": primary, "foreign_keys": keys, "indexes": indexes}
 
@@ -99,11 +99,11 @@ WHERE grantee = current_user AND privilege_type IN ('INSERT', 'UPDATE', 'DELETE'
 """
 
 
-def diagnose_role(pg: psycopg.Connection[Any]) -> list[str]:
+async def diagnose_role(pg: psycopg.AsyncConnection[Any]) -> list[str]:
     """Warnings about the connected role (empty when it is a plain, read-only role)."""
     cur = pg.cursor()
-    cur.execute(_ROLE)
-    row = cur.fetchone()
+    await cur.execute(_ROLE)
+    row = await cur.fetchone()
     if row is None:
         return []
     user, superuser, bypass_rls, read_files, write_files, run_programs = row
@@ -119,8 +119,8 @@ def diagnose_role(pg: psycopg.Connection[Any]) -> list[str]:
                                         ("pg_execute_server_program", run_programs), ("BYPASSRLS", bypass_rls)) if has]
         if extra:
             notes.append(f"sql: the PostgreSQL role {user!r} holds {', '.join(extra)}; a read-only role needs none")
-        cur.execute(_WRITABLE)
-        counted = cur.fetchone()
+        await cur.execute(_WRITABLE)
+        counted = await cur.fetchone()
         writable = counted[0] if counted else 0
         if writable:
             notes.append(

@@ -1,17 +1,20 @@
-"""PostgreSQL backend over psycopg 3: read-only transactions, server-side statement timeouts, streamed rows.
+"""PostgreSQL backend over psycopg 3's asyncio connections: read-only sessions, server-side time limits, streamed rows.
 
-Every statement goes through `Cursor.stream()`, which uses the extended query protocol (the server refuses
-a second statement hidden in the text) and reads rows in chunks, so a ten-million-row result is never held
-in memory: reading stops at `max_rows + 1` and psycopg cancels the rest on the server.
+Calls run on the event loop (no worker thread). Every statement goes through `AsyncCursor.stream()`, which
+uses the extended query protocol (the server refuses a second statement hidden in the text) and reads rows
+in chunks, so a ten-million-row result is never held in memory: reading stops at `max_rows + 1` and psycopg
+cancels the rest on the server. The time limit is the session's `statement_timeout`; should the server not
+answer by `grace` seconds later, or should the caller give up, the statement is cancelled on the server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import psycopg
 from psycopg import pq
 from psycopg.abc import PQGen
@@ -19,7 +22,7 @@ from psycopg.generators import fetch
 
 from .._codes import ErrorCode
 from .._errors import ToolCallError
-from ._sql_base import Column, DatabaseURL, Interrupt, Mode, Outcome, Pool, RunRequest, database_error
+from ._sql_base import Column, DatabaseURL, Mode, Outcome, Pool, RunRequest, database_error, stopped_error
 from ._sql_guard import Dialect, Statement
 from ._sql_pgschema import describe, diagnose_role
 from ._sql_values import row_to_json
@@ -29,13 +32,17 @@ __all__ = ["PostgresBackend"]
 _CHUNK = 500  # rows per network chunk while streaming (libpq 17+); fewer when the cap is lower
 _DENIED_STATES = {"42501", "25006"}  # insufficient_privilege, read_only_sql_transaction
 _ExecStatus = pq.ExecStatus
+_IDLE, _INERROR = pq.TransactionStatus.IDLE, pq.TransactionStatus.INERROR
+T = TypeVar("T")
 
 
-class _StreamCursor(psycopg.Cursor[tuple[Any, ...]]):
+class _StreamCursor(psycopg.AsyncCursor[tuple[Any, ...]]):
     """`stream()` that keeps the closing result, so empty results have columns and writes a row count.
 
-    psycopg's own version drops the final result (and refuses one without rows); this override mirrors it
-    (psycopg 3.2-3.3 `_stream_fetchone_gen`) and keeps that result as `pgresult`. The tests pin the behaviour.
+    psycopg's own version drops the final result (and refuses one without rows); no public API streams rows
+    and keeps it (a named cursor cannot run writes, EXPLAIN or SHOW and costs three more round trips), so
+    this mirrors psycopg 3.2-3.3's private `_stream_fetchone_gen` (pinned `<3.4` in pyproject) and keeps that
+    result as `pgresult`. The tests pin the behaviour: empty results with columns, writes with row counts.
     """
 
     def _stream_fetchone_gen(self, first: bool) -> PQGen[pq.abc.PGresult | None]:
@@ -61,18 +68,22 @@ class _StreamCursor(psycopg.Cursor[tuple[Any, ...]]):
 
 @dataclass(slots=True)
 class _Conn:
-    pg: psycopg.Connection[tuple[Any, ...]]
+    pg: psycopg.AsyncConnection[tuple[Any, ...]]
+    cancel_key: pq.abc.PGcancel
+    """The session's cancel key (the server's pid and secret), still usable after psycopg drops the link."""
     timeout_ms: int = 0
     reports_read_only: bool = False
     """Whether the server reports default_transaction_read_only (PostgreSQL 14+), so a lone read can run
     as its own implicit read-only transaction, without BEGIN and ROLLBACK round trips."""
+    interrupted: bool = False
+    """A statement was cut short by a timeout or the caller: the connection is never reused."""
 
     def still_read_only(self) -> bool:
         return self.pg.info.parameter_status("default_transaction_read_only") == "on"
 
 
 class PostgresBackend:
-    """PostgreSQL through psycopg 3 (sync connections, used from worker threads)."""
+    """PostgreSQL through psycopg 3 (asyncio connections, used on the caller's event loop)."""
 
     dialect: Dialect = "postgres"
     pyformat = True
@@ -81,132 +92,153 @@ class PostgresBackend:
     def __init__(self, url: DatabaseURL, mode: Mode) -> None:
         self._url = url
         self._read_only = mode == "read_only"
-        self._pool: Pool[_Conn] = Pool(self._connect, lambda c: c.pg.close())
+        # Idle connections outlive the event loop that opened them (call_sync runs a loop per call): psycopg
+        # binds a connection to no loop while nobody waits on its lock, and the pool hands one to one call.
+        self._pool: Pool[_Conn] = Pool(_finish)
 
-    def _connect(self) -> _Conn:
-        pg = psycopg.connect(self._url.url, autocommit=True, connect_timeout=10, application_name="toolhall",
-                             cursor_factory=_StreamCursor)
-        if self._read_only:
-            # Two locks: every transaction psycopg opens says BEGIN READ ONLY, and the session default agrees.
-            pg.execute("SET default_transaction_read_only = on")
-            pg.read_only = True
-        pg.autocommit = False
-        conn = _Conn(pg)
-        conn.reports_read_only = self._read_only and conn.still_read_only()
-        return conn
-
-    def _checkout(self) -> _Conn:
-        try:
-            return self._pool.get()
-        except psycopg.Error as error:
-            raise database_error(f"cannot connect to PostgreSQL at {self._url.safe}: {error}",
-                                 sqlstate=error.sqlstate, reason="connect") from None
-
-    def _set_timeout(self, conn: _Conn, seconds: float) -> None:
-        wanted = max(1, round(seconds * 1000))
-        if conn.timeout_ms != wanted:  # a session setting, so only a changed limit costs a round trip
-            conn.pg.autocommit = True
-            conn.pg.execute(f"SET statement_timeout = {wanted:d}")
-            conn.pg.autocommit = False
-            conn.timeout_ms = wanted
-
-    def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
+    async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
-        conn = self._checkout()
-        pg = conn.pg
-        outcomes: list[Outcome] = []
+        conn = await self._checkout()
         try:
-            self._set_timeout(conn, request.timeout)
-            interrupt.arm(partial(pg.cancel_safe, timeout=5.0))
-            lone_read = conn.reports_read_only and len(request.statements) == 1
-            pg.autocommit = lone_read or _outside_transaction(request)
-            cursor = pg.cursor()
-            if request.read_only and len(request.statements) > 1:
-                # Once a query has run, PostgreSQL refuses SET TRANSACTION READ WRITE in this transaction.
-                cursor.execute("SELECT 1")
-            savepoints = len(request.statements) > 1 and not request.read_only
-            for statement in request.statements:
-                outcomes.append(_one(pg, cursor, statement, request, savepoints))  # noqa: PERF401 - len() names a failure
-            if pg.autocommit:
-                pass
-            elif request.read_only or pg.info.transaction_status == pq.TransactionStatus.INERROR:
-                pg.rollback()
-            else:
-                pg.commit()
-            return outcomes
-        except psycopg.Error as error:
-            _rollback(pg)
-            raise _error(error, len(outcomes), interrupt) from None
+            return await _limited(conn, self._run(conn, request), request.timeout, self.grace)
         finally:
-            interrupt.disarm()
             self._release(conn)
 
-    def _release(self, conn: _Conn) -> None:
-        pg = conn.pg
-        healthy = not pg.closed and not pg.broken and pg.info.transaction_status == pq.TransactionStatus.IDLE
-        if healthy and self._read_only and not conn.still_read_only():
-            healthy = False  # the session was talked out of read-only: never reuse it
-        if healthy and pg.autocommit:
-            pg.autocommit = False
-        self._pool.put(conn, healthy=healthy)
-
-    def schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
+    async def schema(self, table: str | None, timeout: float) -> dict[str, Any]:
         """Tables, columns, keys and indexes (one table in detail when named)."""
-        conn = self._checkout()
+        conn = await self._checkout()
         try:
-            self._set_timeout(conn, timeout)
-            interrupt.arm(partial(conn.pg.cancel_safe, timeout=5.0))
-            return describe(conn.pg, table)
-        except psycopg.Error as error:
-            raise _error(error, None, interrupt) from None
+            return await _limited(conn, self._schema(conn, table, timeout), timeout, self.grace)
         finally:
-            _rollback(conn.pg)
-            interrupt.disarm()
             self._release(conn)
 
-    def diagnose(self) -> list[str]:
+    async def diagnose(self) -> list[str]:
         """Warnings about the configured role: a superuser, file or program privileges, write grants."""
         try:
-            conn = self._checkout()
+            conn = await self._checkout()
         except ToolCallError as error:
             return [f"sql: {error.message}"]
         try:
-            return diagnose_role(conn.pg)
+            return await diagnose_role(conn.pg)
         finally:
-            _rollback(conn.pg)
             self._release(conn)
 
     def close(self) -> None:
         """Close pooled connections."""
         self._pool.close()
 
+    async def _checkout(self) -> _Conn:
+        conn = self._pool.take()
+        if conn is not None:
+            return conn
+        try:
+            pg = await psycopg.AsyncConnection.connect(
+                self._url.url, autocommit=True, connect_timeout=10, application_name="toolhall",
+                cursor_factory=_StreamCursor,
+            )
+        except psycopg.Error as error:
+            raise database_error(f"cannot connect to PostgreSQL at {self._url.safe}: {error}",
+                                 sqlstate=error.sqlstate, reason="connect") from None
+        # Always autocommit: a lone statement is its own transaction (one round trip); batches say BEGIN.
+        conn = _Conn(pg, pg.pgconn.get_cancel())
+        if self._read_only:
+            # Two locks: the session default is read-only, and every explicit transaction says READ ONLY.
+            await pg.execute("SET default_transaction_read_only = on")
+            conn.reports_read_only = conn.still_read_only()
+        return conn
 
-def _outside_transaction(request: RunRequest) -> bool:
-    # VACUUM, CREATE DATABASE, ... CONCURRENTLY refuse to run in a transaction block; alone they run as is.
-    if request.read_only or len(request.statements) != 1:
-        return False
-    text = request.statements[0].text.lower()
-    kind = request.statements[0].kind
-    return kind in {"vacuum", "reindex", "cluster"} or (kind in {"create", "drop", "alter"} and (
-        "concurrently" in text or " database " in f" {text} " or " tablespace " in f" {text} "
-        or text.startswith("alter system")
-    ))
+    def _release(self, conn: _Conn) -> None:
+        pg = conn.pg
+        healthy = not conn.interrupted and not pg.closed and pg.info.transaction_status == _IDLE
+        if healthy and self._read_only and not conn.still_read_only():
+            healthy = False  # the session was talked out of read-only: never reuse it
+        self._pool.put(conn, healthy=healthy)
+
+    async def _set_timeout(self, conn: _Conn, seconds: float) -> None:
+        wanted = max(1, round(seconds * 1000))
+        if conn.timeout_ms != wanted:  # a session setting, so only a changed limit costs a round trip
+            await conn.pg.execute(f"SET statement_timeout = {wanted:d}")
+            conn.timeout_ms = wanted
+
+    async def _run(self, conn: _Conn, request: RunRequest) -> list[Outcome]:
+        pg = conn.pg
+        statements = request.statements
+        outcomes: list[Outcome] = []
+        try:
+            await self._set_timeout(conn, request.timeout)
+            # A lone statement in autocommit is an implicit transaction: atomic, rolled back on error, and
+            # read-only by the session default (checked after the call when the server reports it).
+            implicit = len(statements) == 1 and (not request.read_only or conn.reports_read_only)
+            cursor = pg.cursor()
+            if not implicit:
+                # After a query has run, PostgreSQL refuses SET TRANSACTION READ WRITE in this transaction.
+                await cursor.execute("BEGIN READ ONLY; SELECT 1" if request.read_only else "BEGIN")
+            savepoints = len(statements) > 1 and not request.read_only
+            for statement in statements:
+                outcomes.append(await _one(pg, cursor, statement, request, savepoints))  # noqa: PERF401 - len() names a failure
+            if not implicit:
+                failed = pg.info.transaction_status == _INERROR
+                await cursor.execute("ROLLBACK" if request.read_only or failed else "COMMIT")
+            return outcomes
+        except psycopg.Error as error:
+            await _rollback(pg)
+            raise _error(error, len(outcomes)) from None
+        finally:
+            if any(s.kind == "set" for s in statements):
+                conn.timeout_ms = 0  # a SET may have changed statement_timeout: the next call sets it again
+
+    async def _schema(self, conn: _Conn, table: str | None, timeout: float) -> dict[str, Any]:
+        try:
+            await self._set_timeout(conn, timeout)
+            return await describe(conn.pg, table)
+        except psycopg.Error as error:
+            raise _error(error, None) from None
 
 
-def _one(
-    pg: psycopg.Connection[tuple[Any, ...]], cursor: psycopg.Cursor[tuple[Any, ...]], statement: Statement,
-    request: RunRequest, savepoint: bool,
+async def _limited(conn: _Conn, work: Awaitable[T], timeout: float, grace: float) -> T:
+    """Await `work` on this task (no extra task or thread: each costs event-loop turns) within the time limit.
+
+    The server's statement_timeout normally ends a long statement first; `grace` seconds later the client
+    steps in. On that deadline, or when the caller gives up, psycopg cancels the statement on the server and
+    waits for it to end; a caller whose cancel scope interrupts that wait again (anyio re-delivers
+    cancellation) makes psycopg drop the connection instead, so the cancel is then sent here with the
+    connection's cancel key.
+    """
+    try:
+        async with asyncio.timeout(timeout + grace):
+            return await work
+    except TimeoutError:
+        await _make_sure_stopped(conn)
+        raise stopped_error("timeout", timeout=timeout) from None
+    except asyncio.CancelledError:
+        await _make_sure_stopped(conn)
+        raise
+
+
+async def _make_sure_stopped(conn: _Conn) -> None:
+    conn.interrupted = True
+    if conn.pg.closed or conn.pg.info.transaction_status == pq.TransactionStatus.ACTIVE:
+        with anyio.CancelScope(shield=True):
+            try:  # PQcancel blocks while it connects to the server: a thread keeps the loop free
+                await anyio.to_thread.run_sync(conn.cancel_key.cancel)
+            except psycopg.Error:  # the server is unreachable: the statement ends with the session
+                pass
+
+
+async def _one(
+    pg: psycopg.AsyncConnection[tuple[Any, ...]], cursor: psycopg.AsyncCursor[tuple[Any, ...]],
+    statement: Statement, request: RunRequest, savepoint: bool,
 ) -> Outcome:
     guard = savepoint and not statement.writes
     if guard:
-        cursor.execute("SAVEPOINT toolhall_read")
+        await cursor.execute("SAVEPOINT toolhall_read")
     rows: list[list[Any]] = []
     columns: list[Column] | None = None
     seen = 0
     stream = cursor.stream(statement.text, request.params, size=min(_CHUNK, request.max_rows + 1))
-    assert isinstance(stream, Generator)  # closing it is what cancels an abandoned read on the server
+    assert isinstance(stream, AsyncGenerator)  # closing it is what cancels an abandoned read on the server
     try:
-        for row in stream:
+        async for row in stream:
             seen += 1
             if columns is None:
                 columns = _columns(cursor)
@@ -215,12 +247,12 @@ def _one(
             elif not statement.writes:
                 break  # a plain read: psycopg cancels the rest on the server
     finally:
-        stream.close()
+        await stream.aclose()
     truncated = seen > request.max_rows
     result = cursor.pgresult if seen <= request.max_rows or statement.writes else None
     if guard:
-        failed = pg.info.transaction_status == pq.TransactionStatus.INERROR
-        cursor.execute("ROLLBACK TO SAVEPOINT toolhall_read" if failed else "RELEASE SAVEPOINT toolhall_read")
+        failed = pg.info.transaction_status == _INERROR
+        await cursor.execute("ROLLBACK TO SAVEPOINT toolhall_read" if failed else "RELEASE SAVEPOINT toolhall_read")
     if columns is None and result is not None and result.nfields:
         columns = _columns(cursor)
     return Outcome(
@@ -229,7 +261,7 @@ def _one(
     )
 
 
-def _columns(cursor: psycopg.Cursor[tuple[Any, ...]]) -> list[Column]:
+def _columns(cursor: psycopg.AsyncCursor[tuple[Any, ...]]) -> list[Column]:
     return [Column(name=d.name, type=d.type_display) for d in cursor.description or ()]
 
 
@@ -248,24 +280,25 @@ def _affected(result: pq.abc.PGresult | None, statement: Statement, seen: int, h
     return result.command_tuples if result is not None else None
 
 
-def _rollback(pg: psycopg.Connection[tuple[Any, ...]]) -> None:
-    if pg.closed or pg.broken:
+def _finish(conn: _Conn) -> None:
+    # AsyncConnection.close() is libpq's PQfinish and nothing else; done here so a sync close() can call it.
+    conn.pg.pgconn.finish()
+
+
+async def _rollback(pg: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
+    if pg.closed or pg.info.transaction_status == _IDLE:
         return
     try:
-        pg.rollback()
+        await pg.execute("ROLLBACK")
     except psycopg.Error:  # the connection died under us; the pool drops it
         pass
 
 
-def _error(error: psycopg.Error, index: int | None, interrupt: Interrupt) -> ToolCallError:
+def _error(error: psycopg.Error, index: int | None) -> ToolCallError:
     state = error.sqlstate
     message = str(error) or type(error).__name__
-    if state == "57014":  # query_canceled: our timeout, the statement_timeout, or the caller's cancel
-        if interrupt.reason == "cancelled":
-            return database_error("the statement was cancelled on the server", code="cancelled",
-                                  statement=index, sqlstate=state)
-        return database_error(f"the statement ran past its time limit and was cancelled on the server ({message})",
-                              code="timeout", statement=index, sqlstate=state)
+    if state == "57014":  # query_canceled: the session's statement_timeout (client-side stops raise elsewhere)
+        return stopped_error(None, statement=index, said=message, sqlstate=state)
     code: ErrorCode = "denied" if state in _DENIED_STATES else "execution_error"
     return database_error(message, code=code, statement=index, sqlstate=state,
                           reason=None if state else "connection")

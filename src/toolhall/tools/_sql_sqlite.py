@@ -9,11 +9,23 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
 from .._errors import ToolCallError
-from ._sql_base import Column, DatabaseURL, Interrupt, Mode, Outcome, Pool, RunRequest, database_error
+from ._sql_base import (
+    Column,
+    DatabaseURL,
+    Interrupt,
+    Mode,
+    Outcome,
+    Pool,
+    RunRequest,
+    database_error,
+    in_thread,
+    stopped_error,
+)
 from ._sql_guard import Dialect, Statement
 from ._sql_values import row_to_json
 
@@ -51,7 +63,7 @@ class SqliteBackend:
         else:
             self._uri = f"file:{quote(self._path)}?mode={'ro' if self._read_only else 'rwc'}"
         self._anchor = self._connect() if self._path is None else None
-        self._pool: Pool[sqlite3.Connection] = Pool(self._connect, sqlite3.Connection.close)
+        self._pool: Pool[sqlite3.Connection] = Pool(sqlite3.Connection.close)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
@@ -75,8 +87,27 @@ class SqliteBackend:
                 return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 
-    def run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
+    async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
+        return await in_thread(partial(self._run, request), request.timeout, self.grace)
+
+    async def schema(self, table: str | None, timeout: float) -> dict[str, Any]:
+        """Tables, columns, keys and indexes (one table in detail when named)."""
+        return await in_thread(partial(self._schema, table), timeout, self.grace)
+
+    async def diagnose(self) -> list[str]:
+        """Warnings about the configured database file."""
+        notes: list[str] = []
+        if self._path is None:
+            notes.append("sql: the SQLite database is in memory; it is empty at start and lost at exit")
+        else:
+            try:
+                self._pool.put(self._checkout())
+            except ToolCallError as error:
+                notes.append(f"sql: {error.message}")
+        return notes
+
+    def _run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
         conn = self._checkout()
         interrupt.arm(conn.interrupt)
         own_transaction = not _outside_transaction(request.statements)
@@ -99,7 +130,7 @@ class SqliteBackend:
 
     def _checkout(self) -> sqlite3.Connection:
         try:
-            return self._pool.get()
+            return self._pool.take() or self._connect()
         except sqlite3.Error as error:
             raise database_error(
                 f"cannot open the SQLite database {self._path!r}: {error}", sqlite_code=_code_name(error)
@@ -125,14 +156,13 @@ class SqliteBackend:
         finally:
             cursor.close()
 
-    def schema(self, table: str | None, timeout: float, interrupt: Interrupt) -> dict[str, Any]:
-        """Tables, columns, keys and indexes (one table in detail when named)."""
+    def _schema(self, table: str | None, interrupt: Interrupt) -> dict[str, Any]:
         conn = self._checkout()
         interrupt.arm(conn.interrupt)
         try:
             conn.execute("BEGIN")
             try:
-                return _schema(conn, table)
+                return _describe(conn, table)
             finally:
                 conn.execute("ROLLBACK")
         except sqlite3.Error as error:
@@ -140,18 +170,6 @@ class SqliteBackend:
         finally:
             interrupt.disarm()
             self._pool.put(conn, healthy=not conn.in_transaction)
-
-    def diagnose(self) -> list[str]:
-        """Warnings about the configured database file."""
-        notes: list[str] = []
-        if self._path is None:
-            notes.append("sql: the SQLite database is in memory; it is empty at start and lost at exit")
-        else:
-            try:
-                self._pool.put(self._pool.get())
-            except sqlite3.Error as error:
-                notes.append(f"sql: cannot open the SQLite database {self._path!r}: {error}")
-        return notes
 
     def close(self) -> None:
         """Close pooled connections (and the in-memory database's anchor)."""
@@ -190,18 +208,14 @@ def _code_name(error: sqlite3.Error) -> str | None:
 
 def _error(error: sqlite3.Error, index: int | None, interrupt: Interrupt) -> ToolCallError:
     name = _code_name(error) or ""
-    if name == "SQLITE_INTERRUPT":
-        if interrupt.reason == "cancelled":
-            return database_error("the statement was cancelled", code="cancelled", statement=index, sqlite_code=name)
-        if interrupt.fired:
-            return database_error("the statement ran past its time limit and was stopped",
-                                  code="timeout", statement=index, sqlite_code=name)
+    if name == "SQLITE_INTERRUPT" and interrupt.fired:
+        return stopped_error(interrupt.reason, statement=index, sqlite_code=name)
     denied = name.startswith(("SQLITE_READONLY", "SQLITE_AUTH")) or "not authorized" in str(error)
     return database_error(str(error), code="denied" if denied else "execution_error", statement=index,
                           sqlite_code=name or None)
 
 
-def _schema(conn: sqlite3.Connection, table: str | None) -> dict[str, Any]:
+def _describe(conn: sqlite3.Connection, table: str | None) -> dict[str, Any]:
     listing = conn.execute(
         "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' "
         "ESCAPE '\\' ORDER BY name"

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import anyio
 from pydantic import Field
 
 from .._errors import ConfigError, ToolCallError
 from .._tool import Tool, tool
-from .._toolbox import Toolbox
-from ._sql_base import Backend, Interrupt, Mode, Outcome, RunRequest, parse_url
+from .._toolbox import Toolbox, run_sync
+from ._sql_base import Backend, Mode, Outcome, RunRequest, parse_url
 from ._sql_guard import Analysis, analyse
 
 __all__ = ["diagnose", "toolbox"]
@@ -35,7 +34,6 @@ __all__ = ["diagnose", "toolbox"]
 _GRACE = 2.0  # the most a backend waits past its server-side limit before the client cancels
 _PLACEHOLDERS = {"sqlite": "? or :name", "postgres": "%s or %(name)s", "mysql": "%s or %(name)s"}
 _NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mysql": "MySQL/MariaDB"}
-T = TypeVar("T")
 
 
 def toolbox(
@@ -80,7 +78,8 @@ def diagnose(url: str) -> list[str]:
     except ConfigError as error:
         return [f"sql: {error}"]
     try:
-        return backend.diagnose()
+        warnings: list[str] = run_sync(backend.diagnose)
+        return warnings
     finally:
         backend.close()
 
@@ -154,7 +153,7 @@ def _query_tool(backend: Backend, mode: Mode, row_limit: int, time_limit: float,
             max_rows=min(max_rows or row_limit, row_limit),
             timeout=min(timeout or time_limit, time_limit),
         )
-        outcomes: list[Outcome] = await _in_thread(partial(backend.run, request), request.timeout, backend.grace)
+        outcomes = await backend.run(request)
         return _result(outcomes, request.max_rows)
 
     return sql_query
@@ -174,8 +173,7 @@ def _schema_tool(backend: Backend, timeout: float) -> Tool:
         Args:
             table: One table or view to describe in detail (`schema.table` allowed); omit for all tables.
         """
-        described: dict[str, Any] = await _in_thread(partial(backend.schema, table, timeout), timeout, backend.grace)
-        return described
+        return await backend.schema(table, timeout)
 
     return sql_schema
 
@@ -205,24 +203,6 @@ def _vet(analysis: Analysis, *, read_only: bool, allow_multiple: bool, with_para
                     details={"reason": "read_only", "kind": statement.kind, "kinds": list(statement.kinds),
                              "statement": index},
                 )
-
-
-async def _in_thread(job: Any, timeout: float, grace: float) -> Any:
-    """Run a blocking backend job in a thread; on timeout or cancellation, stop it on the server."""
-    interrupt = Interrupt()
-    try:
-        with anyio.fail_after(timeout + grace):
-            return await anyio.to_thread.run_sync(job, interrupt, abandon_on_cancel=True)
-    except TimeoutError:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(interrupt.fire, "timeout")
-        raise ToolCallError(f"the statement ran past {timeout:g} s and was cancelled on the server",
-                            code="timeout", details={"timeout": timeout}) from None
-    except anyio.get_cancelled_exc_class():
-        # The caller gave up (or the session's own timeout fired): stop the statement before unwinding.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(interrupt.fire, "cancelled")
-        raise
 
 
 def _result(outcomes: list[Outcome], max_rows: int) -> dict[str, Any]:
