@@ -224,7 +224,9 @@ class Toolbox:
             name, arguments, call_id = name_or_call.name, name_or_call.arguments, name_or_call.id
         else:
             name, call_id = name_or_call, None
-        found = self.lookup(name)
+        found: Tool | ToolResult | None = self._tools.get(name) if type(name) is str else None  # the hot path
+        if found is None:
+            found = self.lookup(name)
         if isinstance(found, ToolResult):
             return found
         validated = validate(found, arguments, call_id or new_call_id())
