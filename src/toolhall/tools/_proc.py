@@ -14,6 +14,7 @@ which is what the isolation backends provide.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -249,51 +250,105 @@ def spawn(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str]
     return Process(popen=popen, pidfd=os.pidfd_open(popen.pid), stdout=out_r, stderr=err_r, stdin=in_w)
 
 
-@dataclass(kw_only=True)
-class _Collector:
-    proc: Process
-    out: HeadTail
-    err: HeadTail
-    max_read_bytes: int
-    limit_hit: bool = False
-    scope: anyio.CancelScope | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    open_streams: int = 2
+class _Pump:
+    """One command's event-loop plumbing: callbacks on both pipes, the pidfd and stdin; no tasks.
 
-    async def pump(self, fd: int, buf: HeadTail) -> None:
-        async for chunk in self.proc.read_chunks(fd):
-            buf.feed(chunk)
-            if self.out.total + self.err.total >= self.max_read_bytes and not self.limit_hit:
-                self.limit_hit = True
-                if self.scope is not None:
-                    self.scope.cancel()
-        self.open_streams -= 1
-        if self.open_streams == 0:
-            self.done.set()
+    Callbacks run inside the loop's own iteration, so a command that exits at once costs two or three
+    iterations (spawn, the wake-up that reports exit and end of file together, the return), where a task
+    per stream and a task group cost several more plus their cancel scopes.
+    """
 
-    async def feed(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        view = memoryview(data)
+    def __init__(self, loop: asyncio.AbstractEventLoop, proc: Process, out: HeadTail, err: HeadTail,
+                 max_read_bytes: int, stdin: bytes | None) -> None:
+        self.loop, self.proc, self.max_read_bytes = loop, proc, max_read_bytes
+        self.bufs = {proc.stdout: out, proc.stderr: err}
+        self.open = set(self.bufs)  # streams not yet at end of file
+        self.events: set[str] = set()  # "exit", "output_limit", "eof" once they happened
+        self.limit_hit = False
+        self._waiter: asyncio.Future[str] | None = None
+        self._wanted: frozenset[str] = frozenset()
+        self._pending = memoryview(stdin or b"")
+        for fd in self.bufs:
+            loop.add_reader(fd, self._read, fd)
+        loop.add_reader(proc.pidfd, self._fire, "exit")
+        if proc.stdin is not None:
+            loop.add_writer(proc.stdin, self._write)
+
+    def _fire(self, event: str) -> None:
+        if event == "exit":
+            self.loop.remove_reader(self.proc.pidfd)  # level-triggered: it would fire every iteration
+        self.events.add(event)
+        if event in self._wanted:
+            self._wake(event)
+
+    def _wake(self, event: str) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(event)
+
+    def _read(self, fd: int) -> None:
+        buf = self.bufs[fd]
         try:
-            while view:
-                try:
-                    view = view[os.write(self.proc.stdin, view[:65536]):]
-                except BlockingIOError:
-                    await anyio.wait_writable(self.proc.stdin)
-        except BrokenPipeError:
-            pass  # the command stopped reading: that is its business
-        finally:
+            chunk = os.read(fd, _CHUNK if buf.total else 65536)  # small first read: most output is short
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.loop.remove_reader(fd)
+            self.open.discard(fd)
+            if not self.open:
+                self._fire("eof")
+            return
+        buf.feed(chunk)
+        if not self.limit_hit and sum(b.total for b in self.bufs.values()) >= self.max_read_bytes:
+            self.limit_hit = True
+            self._fire("output_limit")
+
+    def _write(self) -> None:
+        fd = self.proc.stdin
+        assert fd is not None
+        try:
+            while self._pending:
+                self._pending = self._pending[os.write(fd, self._pending[:65536]):]
+        except BlockingIOError:
+            return  # the pipe is full: called again when the command has read some
+        except OSError:
+            pass  # the command stopped reading (EPIPE): that is its business
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin is not None:
+            self.loop.remove_writer(self.proc.stdin)
             os.close(self.proc.stdin)
             self.proc.stdin = None
 
+    async def until(self, wanted: frozenset[str], deadline: float | None) -> str | None:
+        """The first of `wanted` to happen (or to have happened), or None once `deadline` (loop time) passes."""
+        for event in ("exit", "output_limit", "eof"):
+            if event in wanted and event in self.events:
+                return event
+        if deadline is not None and deadline <= self.loop.time():
+            return None
+        self._waiter, self._wanted = self.loop.create_future(), wanted
+        timer = self.loop.call_at(deadline, self._wake, "") if deadline is not None else None
+        try:
+            return await self._waiter or None
+        finally:
+            self._waiter, self._wanted = None, frozenset()
+            if timer is not None:
+                timer.cancel()
 
-async def _drain(col: _Collector, grace: float) -> None:
-    """Read what is still buffered in the pipes, for at most `grace` seconds (escaped writers may linger)."""
-    col.open_streams = 2
-    with anyio.move_on_after(grace):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(col.pump, col.proc.stdout, col.out)
-            tg.start_soon(col.pump, col.proc.stderr, col.err)
+    def forget_exit(self) -> None:
+        """Stop watching the leader's pidfd (before `kill_tree`, which waits on pidfds of its own)."""
+        self.loop.remove_reader(self.proc.pidfd)
+
+    def detach(self) -> None:
+        """Unregister every callback (idempotent); descriptors are closed by `Process.close()`."""
+        for fd in self.open:
+            self.loop.remove_reader(fd)
+        self.open.clear()
+        self.forget_exit()
+        self._close_stdin()
 
 
 async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
@@ -319,50 +374,44 @@ async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, 
         OSError: The command could not be started.
     """
     start = time.perf_counter()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout if timeout else None
     proc = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None, pass_fds=pass_fds)
-    col = _Collector(proc=proc, out=HeadTail(max_output_bytes), err=HeadTail(max_output_bytes),
-                     max_read_bytes=max_read_bytes)
+    pump = _Pump(loop, proc, HeadTail(max_output_bytes), HeadTail(max_output_bytes), max_read_bytes, stdin)
     returncode: int | None = None
     kill_ms: float | None = None
     try:
-        with anyio.CancelScope(deadline=anyio.current_time() + timeout if timeout else float("inf")) as scope:
-            col.scope = scope
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(col.pump, proc.stdout, col.out)
-                tg.start_soon(col.pump, proc.stderr, col.err)
-                if stdin is not None:
-                    tg.start_soon(col.feed, stdin)
-                await proc.exited()
-                # Background children of a finished command do not outlive it. No /proc walk is needed
-                # here: the leader is gone, so its orphans were already handed to a PID namespace init
-                # or subreaper (which kill them as they exit) or to the host's init (out of reach);
-                # what is left in the leader's process group is killed.
-                proc.kill_group()
-                returncode = proc.popen.wait()
-                with anyio.move_on_after(drain_grace):
-                    await col.done.wait()
-                tg.cancel_scope.cancel()
-        if returncode is None:
+        if await pump.until(frozenset({"exit", "output_limit"}), deadline) == "exit":
+            # Background children of a finished command do not outlive it. No /proc walk is needed
+            # here: the leader is gone, so its orphans were already handed to a PID namespace init or
+            # subreaper (which kill them as they exit) or to the host's init (out of reach); what is
+            # left in the leader's process group is killed.
+            proc.kill_group()
+            returncode = proc.popen.wait()
+        else:  # deadline or output limit; the pipes keep being read while the tree dies
+            pump.forget_exit()
             kill_ms = await proc.kill_tree()
-            await _drain(col, drain_grace)
+        await pump.until(frozenset({"eof"}), loop.time() + drain_grace)  # escaped writers may linger
     finally:
-        with anyio.CancelScope(shield=True):
-            if proc.popen.poll() is None:
+        pump.detach()
+        if returncode is None and kill_ms is None:  # cancelled from outside: never leave the tree behind
+            with anyio.CancelScope(shield=True):
                 await proc.kill_tree()
-            proc.close()
-    killed_by = "output_limit" if col.limit_hit else "timeout" if returncode is None else None
-    return _completed(col, returncode, killed_by, start, kill_ms)
+        proc.close()
+    killed_by = "output_limit" if pump.limit_hit else "timeout" if returncode is None else None
+    return _completed(pump, returncode, killed_by, start, kill_ms)
 
 
-def _completed(col: _Collector, rc: int | None, killed_by: str | None, start: float,
+def _completed(pump: _Pump, rc: int | None, killed_by: str | None, start: float,
                kill_ms: float | None) -> Completed:
+    out, err = pump.bufs[pump.proc.stdout], pump.bufs[pump.proc.stderr]
     sig = None
     if rc is not None and rc < 0:
         sig, rc = -rc, 128 - rc
     return Completed(
         exit_code=rc, signal=signal.Signals(sig).name if sig else None,
-        stdout=col.out.render(), stderr=col.err.render(), stdout_bytes=col.out.total,
-        stderr_bytes=col.err.total, truncated=col.out.truncated or col.err.truncated or col.limit_hit,
+        stdout=out.render(), stderr=err.render(), stdout_bytes=out.total,
+        stderr_bytes=err.total, truncated=out.truncated or err.truncated or pump.limit_hit,
         timed_out=killed_by == "timeout", killed_by=killed_by,
         duration_ms=(time.perf_counter() - start) * 1000, kill_ms=kill_ms,
     )
