@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -198,13 +199,17 @@ def fresh_dump(root: Path) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
 
 
 def test_incremental_updates_equal_a_fresh_full_build(project: Path, tmp_path: Path) -> None:
-    """After edits, additions, deletions and a package-making __init__, the graph equals a fresh build."""
+    """After edits, additions, deletions and a package-making __init__, the graph equals a fresh build.
+
+    Every other step resumes from the cache (as a new process), the others continue in memory.
+    """
     tb = codegraph.toolbox(project, max_rows=100_000)
     index(tb)
-    steps = [
+    (project / "extra").mkdir()
+    steps: list[Callable[[], object]] = [
         lambda: (project / "app" / "util.py").write_text("def slugify(text):\n    return text\n"),
         lambda: (project / "app" / "core.py").unlink(),
-        lambda: (project / "extra").mkdir() or (project / "extra" / "more.py").write_text(
+        lambda: (project / "extra" / "more.py").write_text(
             "from app.util import slugify\n\ndef use():\n    return slugify('x')\n"),
         lambda: (project / "extra" / "__init__.py").write_text("from .more import use as slugify\n"),
         lambda: (project / "app" / "core.py").write_text((FIXTURE / "app" / "core.py").read_text()),
@@ -213,6 +218,9 @@ def test_incremental_updates_equal_a_fresh_full_build(project: Path, tmp_path: P
     ]
     for number, step in enumerate(steps):
         step()
+        if number % 2:  # every other step starts from the cache, as a new process would
+            forget([project / ".toolhall" / "graph"])
+            tb = codegraph.toolbox(project, max_rows=100_000)
         stats = index(tb)
         assert stats["mode"] == "incremental", number
         copy = tmp_path / f"copy{number}"

@@ -39,3 +39,23 @@ def test_cancelling_stops_reading(project: Path) -> None:
     jobs = [(p.relative_to(project).as_posix(), None) for p in project.rglob("*.py")]
     assert list(read_files(project, jobs, workers=1, cancelled=lambda: True)) == []
     assert list(read_files(project, jobs, workers=2, min_per_worker=1, cancelled=lambda: True)) == []
+
+
+def test_a_resumed_index_reads_only_the_entries_an_update_needs(project: Path) -> None:
+    """A new process reads the file list only; a change to broken.py loads broken.py and what it imports."""
+    from toolhall.tools import codegraph
+    from toolhall.tools._graph_service import forget
+
+    tb = codegraph.toolbox(project)
+    assert tb.call_sync("graph_index", {}).ok
+    forget([project / ".toolhall" / "graph"])
+    broken = project / "broken.py"
+    broken.write_text(broken.read_text() + "\n\ndef later():\n    return fine()\n")
+    tb = codegraph.toolbox(project)
+    result = tb.call_sync("graph_index", {})
+    assert result.ok, result.error
+    assert (result.data["mode"], result.data["parsed"], result.data["resolved"]) == ("incremental", 1, 1)
+    index = codegraph.graph_for(project).index
+    assert index is not None
+    loaded = sorted(path for path, record in index.files.items() if record.facts is not None)
+    assert loaded == ["app/util.py", "broken.py"]  # broken.py imports slugify from app.util

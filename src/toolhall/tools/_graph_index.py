@@ -5,27 +5,32 @@ keys it consulted). An update re-parses only files whose content changed, works 
 keys changed value, re-resolves the changed files plus the files whose recorded dependencies include
 a changed key, and returns the difference between the old and new graph. Applying that difference to
 the old graph gives exactly what a fresh full build of the new tree gives.
+
+A process that resumes an index from the cache (`resume`) loads only the file list; facts, results and
+the global lookup tables are read when an update first needs them (`_graph_lazy`), so the first update
+of a new process costs what the change costs, not what the repository costs.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._graph_lazy import IndexSource, Journal, LazyMap, Modules
 from ._graph_parse import FileFacts
 from ._graph_read import default_workers, read_files
 from ._graph_resolve import FileResult, ModTable, Resolver, placeholder_props
 from ._graph_scan import module_names
+from ._graph_stats import Delta, IndexStats, Progress, phase
 from ._graph_tables import Edge, NodeKey
 
-__all__ = ["Delta", "FileRecord", "GraphIndex", "IndexStats", "Progress", "phase"]
+__all__ = ["CacheMissError", "Delta", "FileRecord", "GraphIndex", "IndexStats", "Progress", "phase"]
 
-Progress = Callable[[str, int, int], None]
-"""progress(stage, done, total): stages are "scan", "parse", "resolve", "write"."""
+
+class CacheMissError(LookupError):
+    """The cache lacks an entry the file list promised (it is then rebuilt, never trusted)."""
 
 
 @dataclass(slots=True)
@@ -35,86 +40,67 @@ class FileRecord:
     sha: str
     mtime_ns: int
     size: int
-    facts: FileFacts
+    facts: FileFacts | None
+    """None until read from the cache (a resumed index reads a file's facts when it needs them)."""
+    errors: int = 0
     module: tuple[str, bool] = ("", False)
-    provided: dict[str, Any] = field(default_factory=dict)
     result: FileResult | None = None
 
 
-@dataclass(slots=True)
-class Delta:
-    """Changes turning the old graph into the new one."""
-
-    nodes_added: dict[NodeKey, tuple[Any, ...]] = field(default_factory=dict)
-    nodes_changed: dict[NodeKey, tuple[Any, ...]] = field(default_factory=dict)
-    nodes_removed: list[NodeKey] = field(default_factory=list)
-    edges_added: list[Edge] = field(default_factory=list)
-    edges_removed: list[Edge] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return (len(self.nodes_added) + len(self.nodes_changed) + len(self.nodes_removed)
-                + len(self.edges_added) + len(self.edges_removed))
-
-
-@dataclass(slots=True, kw_only=True)
-class IndexStats:
-    """What one indexing run did (returned by `graph_index` and printed by `toolhall index`)."""
-
-    mode: str = "incremental"
-    """"full" (built from scratch), "incremental" (a delta was applied) or "unchanged" (nothing written)."""
-    files: int = 0
-    """Source files in the index after the run."""
-    hashed: int = 0
-    """Files whose content was read and hashed because their size or mtime changed."""
-    parsed: int = 0
-    """Files parsed (new or changed content)."""
-    removed: int = 0
-    """Files that disappeared since the last run."""
-    resolved: int = 0
-    """Files whose calls and imports were resolved again."""
-    nodes_added: int = 0
-    nodes_changed: int = 0
-    nodes_removed: int = 0
-    edges_added: int = 0
-    edges_removed: int = 0
-    nodes: int = 0
-    edges: int = 0
-    syntax_errors: list[str] = field(default_factory=list)
-    """Files with syntax errors (indexed up to and around the errors)."""
-    skipped: list[str] = field(default_factory=list)
-    """Files not indexed (too large, unreadable, refused by the workspace)."""
-    seconds: float = 0.0
-    phases: dict[str, float] = field(default_factory=dict)
-    """Seconds per stage: scan, parse (read, hash, extract), tables, resolve, diff, write (the database),
-    cache (the facts cache beside it)."""
-
-
-@contextmanager
-def phase(stats: IndexStats | None, name: str) -> Iterator[None]:
-    """Add the time the block takes to `stats.phases[name]` (nothing when `stats` is None)."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        if stats is not None:
-            stats.phases[name] = round(stats.phases.get(name, 0.0) + time.perf_counter() - start, 3)
+def _function_names(table: ModTable) -> dict[str, tuple[str, ...]]:
+    """The file's function ids by name (what the `name-unique` fallback looks up)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for index, d in enumerate(table.facts["defs"]):
+        if d[0] != "class":
+            out[d[1]] = (*out.get(d[1], ()), table.ids[index])
+    return out
 
 
 class GraphIndex:
-    """The in-memory index of one workspace (its graph is the union of the file results)."""
+    """The index of one workspace (its graph is the union of the file results)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, source: IndexSource | None = None) -> None:
         self.root = root
+        self.source = source
         self.files: dict[str, FileRecord] = {}
-        self.modules: dict[str, ModTable] = {}
-        self.names: dict[str, dict[str, tuple[str, ...]]] = {}
-        self.nodes: dict[NodeKey, tuple[Any, ...]] = {}
+        self.modules = Modules(self._build_table)
+        self.names: LazyMap[str, dict[str, tuple[str, ...]]] = LazyMap(source.names_of if source else None, dict)
+        self.dependents: LazyMap[str, set[str]] = LazyMap(source.dependents_of if source else None, set)
         self.refs: dict[NodeKey, int] = {}
-        self.owners: dict[NodeKey, str] = {}
-        self.dependents: dict[str, set[str]] = {}
+        self.node_count = 0
+        self.edge_count = 0
+        self.journal = Journal()
         self.last_resolved = 0
         self.workers = default_workers()
         """Processes parsing in parallel when many files changed (1: parse in this process)."""
+
+    def resume(
+        self, rows: dict[str, tuple[str, int, int, int]], refs: dict[NodeKey, int], counts: tuple[int, int]
+    ) -> None:
+        """Take over a cached index: (sha, mtime_ns, size, errors) per file, placeholder refs, graph size."""
+        names = module_names(rows)
+        for path, (sha, mtime, size, errors) in rows.items():
+            self.files[path] = FileRecord(sha, mtime, size, None, errors, names[path])
+            self.modules.put(names[path][0], path, None)
+        self.refs = dict(refs)
+        self.node_count, self.edge_count = counts
+
+    def _load(self, paths: Iterable[str]) -> None:
+        missing = [p for p in paths if p in self.files and self.files[p].facts is None]
+        if not missing:
+            return
+        found = self.source.entries(missing) if self.source is not None else {}
+        for path in missing:
+            if path not in found:
+                raise CacheMissError(path)
+            record = self.files[path]
+            record.facts, record.result = found[path]
+
+    def _build_table(self, path: str, qname: str) -> ModTable:
+        self._load([path])
+        record = self.files[path]
+        assert record.facts is not None
+        return ModTable.build(path, qname, record.module[1], record.facts)
 
     # --- update ---------------------------------------------------------------------------
 
@@ -132,29 +118,31 @@ class GraphIndex:
         stats.removed = len(removed)
         return self._apply(fresh, removed, module_names(stats_now), progress, stats)
 
-    def load(self, records: dict[str, FileRecord]) -> None:
-        """Rebuild the in-memory state from cached facts (the graph they give is already stored)."""
-        self._apply(records, [], module_names(records), None, None)
-
     def _apply(
         self,
         fresh: dict[str, FileRecord],
         removed: list[str],
         names: dict[str, tuple[str, bool]],
         progress: Progress | None,
-        stats: IndexStats | None,
+        stats: IndexStats,
     ) -> Delta:
+        first = not self.files  # a first build re-resolves everything: no need to work out changed keys
         renamed = [p for p, rec in self.files.items() if p in names and p not in fresh and rec.module != names[p]]
         changed = sorted(set(fresh) | set(removed) | set(renamed))
-        old_records = {p: self.files.get(p) for p in changed}
-        old_results = {p: (rec.result if rec is not None else None) for p, rec in old_records.items()}
         with phase(stats, "tables"):
-            changed_keys = self._swap_tables(changed, fresh, removed, names)
-        affected = {p for p in changed if p in self.files}
-        for key in changed_keys:
-            affected.update(p for p in self.dependents.get(key, ()) if p in self.files)
+            self._load(changed)
+            old_results = {p: (self.files[p].result if p in self.files else None) for p in changed}
+            changed_keys = self._swap_tables(changed, fresh, removed, names, track=not first)
+            affected = {p for p in changed if p in self.files}
+            for key in changed_keys:
+                users = self.dependents.get(key)
+                if users:
+                    affected.update(p for p in users if p in self.files)
         self.last_resolved = len(affected)
-        return self._resolve(sorted(affected), old_results, progress, stats)
+        with phase(stats, "resolve"):
+            new_results = self._resolve_files(sorted(affected), old_results, progress)
+        with phase(stats, "diff"):
+            return self._diff(old_results, new_results)
 
     def _read_changed(
         self,
@@ -184,7 +172,7 @@ class GraphIndex:
                 continue
             assert facts is not None  # a path never indexed has no known sha to match
             stats.parsed += 1
-            fresh[path] = FileRecord(sha, mtime, size, facts)
+            fresh[path] = FileRecord(sha, mtime, size, facts, facts["errors"])
         if cancelled is not None and cancelled():
             from .._errors import ToolCallError
 
@@ -202,64 +190,56 @@ class GraphIndex:
         fresh: dict[str, FileRecord],
         removed: list[str],
         names: dict[str, tuple[str, bool]],
+        *,
+        track: bool,
     ) -> set[str]:
         """Replace the changed files' table entries; return the provided keys whose value changed."""
         changed_keys: set[str] = set()
+        gone = set(removed)
         for path in changed:
             old = self.files.get(path)
-            old_provided = old.provided if old is not None else {}
-            if old is not None:
-                self._drop_tables(path, old)
-            if path in removed:
+            old_table = self._table_of(path, old) if old is not None else None
+            if old is not None and old_table is not None:
+                self._drop_tables(path, old, old_table)
+            new_table: ModTable | None = None
+            record = fresh.get(path) or old
+            if path in gone or record is None:
                 self.files.pop(path, None)
-                new_provided: dict[str, Any] = {}
             else:
-                record = fresh.get(path) or old
-                assert record is not None
+                assert record.facts is not None
                 record.module = names[path]
                 self.files[path] = record
-                self._add_tables(path, record)
-                new_provided = record.provided
-            for key in old_provided.keys() | new_provided.keys():
-                if old_provided.get(key) != new_provided.get(key):
-                    changed_keys.add(key)
+                new_table = ModTable.build(path, *record.module, record.facts)
+                self._add_tables(path, new_table)
+            if track:
+                before = old_table.provided(old.sha) if old is not None and old_table is not None else {}
+                after = new_table.provided(record.sha) if new_table is not None and record is not None else {}
+                changed_keys.update(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         return changed_keys
 
-    def _drop_tables(self, path: str, record: FileRecord) -> None:
-        qname = record.module[0]
-        if self.modules.get(qname) is not None and self.modules[qname].path == path:
-            del self.modules[qname]
-        for key in record.provided:
-            if key.startswith("n:"):
-                owners = self.names.get(key[2:], {})
-                owners.pop(path, None)
-                if not owners:
-                    self.names.pop(key[2:], None)
+    def _table_of(self, path: str, record: FileRecord) -> ModTable:
+        table = self.modules.tables.get(record.module[0])
+        if table is not None and table.path == path:
+            return table
+        assert record.facts is not None
+        return ModTable.build(path, *record.module, record.facts)
 
-    def _add_tables(self, path: str, record: FileRecord) -> None:
-        qname, is_package = record.module
-        table = ModTable.build(path, qname, is_package, record.facts)
-        self.modules[qname] = table
-        record.provided = table.provided(record.sha)
-        for key, value in record.provided.items():
-            if key.startswith("n:"):
-                self.names.setdefault(key[2:], {})[path] = value
+    def _drop_tables(self, path: str, record: FileRecord, table: ModTable) -> None:
+        self.modules.drop(record.module[0], path)
+        for name in _function_names(table):
+            self.names.at(name).pop(path, None)
+            self.journal.names[(name, path)] = None
 
-    def _resolve(
-        self,
-        affected: list[str],
-        old_results: dict[str, FileResult | None],
-        progress: Progress | None,
-        stats: IndexStats | None,
-    ) -> Delta:
-        with phase(stats, "resolve"):
-            new_results = self._resolve_files(affected, old_results, progress)
-        with phase(stats, "diff"):
-            return self._diff(old_results, new_results)
+    def _add_tables(self, path: str, table: ModTable) -> None:
+        self.modules.put(table.qname, path, table)
+        for name, ids in _function_names(table).items():
+            self.names.at(name)[path] = ids
+            self.journal.names[(name, path)] = ids
 
     def _resolve_files(
         self, affected: list[str], old_results: dict[str, FileResult | None], progress: Progress | None
     ) -> dict[str, FileResult | None]:
+        self._load(affected)
         resolver = Resolver(self.modules, self.names)
         new_results: dict[str, FileResult | None] = dict.fromkeys(old_results)
         for done, path in enumerate(affected):
@@ -270,6 +250,7 @@ class GraphIndex:
                 old_results[path] = record.result
             info = {"sha": record.sha, "size": record.size}
             new_results[path] = record.result = resolver.resolve_file(self.modules[record.module[0]], info)
+            self.journal.entries.add(path)
         if progress is not None:
             progress("resolve", len(affected), len(affected))
         return new_results
@@ -278,70 +259,99 @@ class GraphIndex:
 
     def _diff(self, old: dict[str, FileResult | None], new: dict[str, FileResult | None]) -> Delta:
         delta = Delta()
-        touched: set[NodeKey] = set()
+        old_owned: dict[NodeKey, tuple[Any, ...]] = {}
+        new_owned: dict[NodeKey, tuple[Any, ...]] = {}
+        refs_before: dict[NodeKey, int] = {}
         for path in old:
             before, after = old[path], new.get(path)
             old_edges = before.edges if before is not None else set()
             new_edges = after.edges if after is not None else set()
-            delta.edges_removed.extend(sorted(old_edges - new_edges))
-            delta.edges_added.extend(sorted(new_edges - old_edges))
+            if old_edges != new_edges:
+                delta.edges_removed.extend(old_edges - new_edges)
+                delta.edges_added.extend(new_edges - old_edges)
             self._move_deps(path, before, after)
-            for result, sign in ((before, -1), (after, 1)):
+            for result, sign, owned in ((before, -1, old_owned), (after, 1, new_owned)):
                 if result is None:
                     continue
+                owned.update(result.nodes)
                 for key in result.placeholders:
-                    self.refs[key] = self.refs.get(key, 0) + sign
-                    touched.add(key)
-                touched.update(result.nodes)
-            if before is not None:
-                for key in before.nodes:
-                    if self.owners.get(key) == path:
-                        del self.owners[key]
-            if after is not None:
-                for key in after.nodes:
-                    self.owners[key] = path
-        for key in sorted(touched):
-            self._diff_node(key, delta)
+                    count = self.refs.get(key, 0)
+                    refs_before.setdefault(key, count)
+                    self.refs[key] = count + sign
+        for key in old_owned.keys() | new_owned.keys() | refs_before.keys():
+            self._diff_node(key, old_owned, new_owned, refs_before, delta)
+        self.node_count += len(delta.nodes_added) - len(delta.nodes_removed)
+        self.edge_count += len(delta.edges_added) - len(delta.edges_removed)
         return delta
 
-    def _diff_node(self, key: NodeKey, delta: Delta) -> None:
-        owner = self.owners.get(key)
-        props: tuple[Any, ...] | None = None
-        if owner is not None:
-            result = self.files[owner].result
-            props = result.nodes.get(key) if result is not None else None
-        if props is None and self.refs.get(key, 0) > 0:
-            props = placeholder_props(key)
-        if self.refs.get(key, 1) <= 0:
-            self.refs.pop(key, None)
-        before = self.nodes.get(key)
-        if props is None:
-            if before is not None:
+    def _diff_node(
+        self,
+        key: NodeKey,
+        old_owned: dict[NodeKey, tuple[Any, ...]],
+        new_owned: dict[NodeKey, tuple[Any, ...]],
+        refs_before: dict[NodeKey, int],
+        delta: Delta,
+    ) -> None:
+        # A node belongs to the file defining it, else it is a placeholder while any file refers to it.
+        was = old_owned.get(key)
+        if was is None and refs_before.get(key, self.refs.get(key, 0)) > 0:
+            was = placeholder_props(key)
+        now = new_owned.get(key)
+        if now is None and self.refs.get(key, 0) > 0:
+            now = placeholder_props(key)
+        if key in refs_before:
+            self.journal.refs.add(key)
+            if self.refs.get(key, 0) <= 0:
+                self.refs.pop(key, None)
+        if now is None:
+            if was is not None:
                 delta.nodes_removed.append(key)
-                del self.nodes[key]
-        elif before is None:
-            delta.nodes_added[key] = self.nodes[key] = props
-        elif before != props:
-            delta.nodes_changed[key] = self.nodes[key] = props
+        elif was is None:
+            delta.nodes_added[key] = now
+        elif was != now:
+            delta.nodes_changed[key] = now
 
     def _move_deps(self, path: str, before: FileResult | None, after: FileResult | None) -> None:
-        for key in before.deps if before is not None else ():
-            users = self.dependents.get(key)
-            if users is not None:
-                users.discard(path)
-                if not users:
-                    del self.dependents[key]
-        for key in after.deps if after is not None else ():
-            self.dependents.setdefault(key, set()).add(path)
+        old = before.deps if before is not None else set()
+        new = after.deps if after is not None else set()
+        for key in old - new:
+            self.dependents.at(key).discard(path)
+            self.journal.deps[(key, path)] = False
+        for key in new - old:
+            self.dependents.at(key).add(path)
+            self.journal.deps[(key, path)] = True
 
     # --- whole graph ------------------------------------------------------------------------
 
+    def materialize(self) -> None:
+        """Read everything still in the cache into memory (before writing the whole index anew)."""
+        if self.source is None:
+            return
+        self._load(list(self.files))
+        names: LazyMap[str, dict[str, tuple[str, ...]]] = LazyMap(None, dict)
+        dependents: LazyMap[str, set[str]] = LazyMap(None, set)
+        for path, record in self.files.items():
+            for key in record.result.deps if record.result is not None else ():
+                dependents.at(key).add(path)
+            for name, ids in _function_names(self._table_of(path, record)).items():
+                names.at(name)[path] = ids
+        self.names, self.dependents, self.source = names, dependents, None
+
+    def all_nodes(self) -> dict[NodeKey, tuple[Any, ...]]:
+        """Every node of the graph with its properties (reads the whole cache on a resumed index)."""
+        self._load(list(self.files))
+        nodes: dict[NodeKey, tuple[Any, ...]] = {}
+        for record in self.files.values():
+            if record.result is not None:
+                nodes.update(record.result.nodes)
+        for key, count in self.refs.items():
+            if count > 0 and key not in nodes:
+                nodes[key] = placeholder_props(key)
+        return nodes
+
     def all_edges(self) -> Iterable[Edge]:
-        """Every edge of the graph."""
+        """Every edge of the graph (reads the whole cache on a resumed index)."""
+        self._load(list(self.files))
         for record in self.files.values():
             if record.result is not None:
                 yield from record.result.edges
-
-    def edge_count(self) -> int:
-        """How many edges the graph has."""
-        return sum(len(r.result.edges) for r in self.files.values() if r.result is not None)

@@ -18,12 +18,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from ._graph_parse import FileFacts
 from ._graph_tables import Edge, NodeKey, external_node, file_nodes, module_placeholder
 
-__all__ = ["FileResult", "ModTable", "Resolver"]
+__all__ = ["FileResult", "ModTable", "ModuleLookup", "NameLookup", "Resolver"]
 
 _BUILTINS = frozenset(dir(builtins))
 _T = TypeVar("_T")
@@ -128,6 +128,22 @@ def _effective(binds: list[list[Any]]) -> list[list[Any]]:
     return out[::-1]
 
 
+class ModuleLookup(Protocol):
+    """Indexed modules by qname (a dict, or the index's lazily built tables)."""
+
+    def __contains__(self, qname: object, /) -> bool: ...
+
+    def __getitem__(self, qname: str, /) -> ModTable: ...
+
+    def get(self, qname: str, /) -> ModTable | None: ...
+
+
+class NameLookup(Protocol):
+    """Function ids by name and file (a dict, or the index's lazily read table)."""
+
+    def get(self, name: str, /) -> dict[str, tuple[str, ...]] | None: ...
+
+
 @dataclass(slots=True)
 class FileResult:
     """What one file contributes to the graph."""
@@ -141,7 +157,7 @@ class FileResult:
 class Resolver:
     """Resolves files against global tables; a fresh instance (cache) per indexing pass."""
 
-    def __init__(self, modules: dict[str, ModTable], names: dict[str, dict[str, tuple[str, ...]]]) -> None:
+    def __init__(self, modules: ModuleLookup, names: NameLookup) -> None:
         self.modules = modules
         self.names = names
         self._cache: dict[tuple[Any, ...], tuple[Any, set[str]]] = {}
@@ -378,7 +394,7 @@ class Resolver:
     def unique_function(self, name: str) -> list[Target]:
         """The one function named `name` in the whole index, if there is exactly one."""
         self._dep(f"n:{name}")
-        owners = self.names.get(name, {})
+        owners = self.names.get(name) or {}
         ids = [i for found in owners.values() for i in found]
         return [("F", ids[0])] if len(ids) == 1 else []
 

@@ -9,17 +9,19 @@ the file a reader has open (see `_graph_store`).
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import ToolCallError
 from ._graph_guard import check_query, dialect_hint
-from ._graph_index import GraphIndex, IndexStats, Progress, phase
+from ._graph_index import CacheMissError, Delta, GraphIndex, IndexStats, Progress, phase
 from ._graph_parse import FACTS_VERSION
 from ._graph_scan import scan
 from ._graph_state import StateStore
@@ -61,6 +63,7 @@ def _identity() -> dict[str, str]:
         "facts_version": str(FACTS_VERSION),
         "engine": f"ladybug {engine_version()}",
         "toolhall_version": str(toolhall_version),
+        "cache_layout": "2",
     }
 
 
@@ -76,7 +79,8 @@ class CodeGraph:
         self.state = StateStore(db_dir / "state.sqlite")
         self.index: GraphIndex | None = None
         self._token: str | None = None
-        self._write = threading.Lock()
+        self._force_full = False
+        self._writing = threading.Lock()
 
     # --- indexing --------------------------------------------------------------------------
 
@@ -90,11 +94,17 @@ class CodeGraph:
         """Bring the graph up to date with the workspace: full build first, incremental after."""
         started = time.perf_counter()
         self.db_dir.mkdir(parents=True, exist_ok=True)
-        with self._write, file_lock(self.db_dir / "graph.lock", shared=False):
+        with self._writing, file_lock(self.db_dir / "graph.lock", shared=False):
             try:
-                stats = self._update(progress, cancelled, allowed)
+                with _gc_paused():
+                    try:
+                        stats = self._update(progress, cancelled, allowed)
+                    except CacheMissError:  # the cache lost an entry it listed: never trust it, rebuild
+                        self._force_full = True
+                        stats = self._update(progress, cancelled, allowed)
             except BaseException:
                 self.index = None  # memory may be ahead of disk now: reload from disk next time
+                self._token = None
                 raise
         stats.seconds = round(time.perf_counter() - started, 3)
         return stats
@@ -105,67 +115,76 @@ class CodeGraph:
         stats = IndexStats()
         with phase(stats, "load"):
             full = self._ensure_loaded()
-        assert self.index is not None
+        index = self.index
+        assert index is not None
         if progress is not None:
             progress("scan", 0, 1)
         with phase(stats, "scan"):
             found, stats.skipped = scan(self.root, exclude=self.options.exclude,
                                         use_gitignore=self.options.use_gitignore,
                                         max_file_bytes=self.options.max_file_bytes, allowed=allowed)
-        before = {p: (r.sha, r.mtime_ns, r.size) for p, r in self.index.files.items()}
-        delta = self.index.update(found, stats, progress, cancelled)
-        stats.resolved = self.index.last_resolved
-        index = self.index
+        before = {p: (r.sha, r.mtime_ns, r.size) for p, r in index.files.items()}
+        delta = index.update(found, stats, progress, cancelled)
+        stats.resolved = index.last_resolved
         changed = [p for p, r in index.files.items() if before.get(p) != (r.sha, r.mtime_ns, r.size)]
         removed = [p for p in before if p not in index.files]
-        total = len(index.nodes) + index.edge_count()
-        if not full and len(delta) > max(_MIN_BULK_ROWS, self.options.full_rebuild_ratio * total):
+        if not full and len(delta) > max(_MIN_BULK_ROWS, self.options.full_rebuild_ratio * index.edge_count):
             full = True  # one bulk COPY beats a huge per-row transaction (~0.3 ms a row)
         if progress is not None:
             progress("write", 0, 1)
         meta = {**_identity(), "token": uuid.uuid4().hex, "files": str(len(index.files)),
+                "nodes": str(index.node_count), "edges": str(index.edge_count),
                 "indexed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
-        if full:
-            stats.mode = "full"
-            with phase(stats, "write"):
-                self.db.build(index.nodes, list(index.all_edges()), meta)
-            with phase(stats, "cache"):
-                self.state.save(index.files, (), (), meta, full=True)
-        elif len(delta):
-            with phase(stats, "write"):
-                self.db.apply(delta, meta)
-            with phase(stats, "cache"):
-                self.state.save(index.files, changed, removed, meta, full=False)
-        else:
-            stats.mode = "unchanged"
-            if changed or removed:  # only stat data moved (a touch): keep the cache current, the graph as is
-                with phase(stats, "cache"):
-                    self.state.save(index.files, changed, removed, self.db.read_meta(), full=False)
-        if stats.mode != "unchanged":
-            self._token = meta["token"]
+        stats.mode = "full" if full else "incremental" if len(delta) else "unchanged"
+        self._write(index, stats, delta, meta, (changed, removed))
         if progress is not None:
             progress("write", 1, 1)
         _fill_counts(stats, delta, index)
         return stats
 
+    def _write(
+        self, index: GraphIndex, stats: IndexStats, delta: Delta, meta: dict[str, str],
+        moved: tuple[list[str], list[str]],
+    ) -> None:
+        """Write the graph, then the cache (whose token then matches the graph's)."""
+        if stats.mode == "full":
+            with phase(stats, "write"):
+                index.materialize()
+                self.db.build(index.all_nodes(), list(index.all_edges()), meta)
+            with phase(stats, "cache"):
+                self.state.save_full(index, meta)
+        elif stats.mode == "incremental":
+            with phase(stats, "write"):
+                self.db.apply(delta, meta)
+            with phase(stats, "cache"):
+                self.state.save_changes(index, *moved, meta)
+        elif any(moved):  # only stat data moved (a touch): keep the cache current, the graph as is
+            with phase(stats, "cache"):
+                self.state.save_changes(index, *moved, None)
+        if stats.mode != "unchanged":
+            self._token = meta["token"]
+
     def _ensure_loaded(self) -> bool:
-        """Load the in-memory index from the cache; True when a full build is needed."""
-        if self.index is not None and self.db.exists():
-            return False
-        self.index = GraphIndex(self.root)
-        if not self.db.exists():
+        """Make sure the index matches the stored graph (resuming from the cache); True: build in full."""
+        if self._force_full or not self.db.exists():
+            self._force_full = False
+            self.index = GraphIndex(self.root)
             return True
-        meta, records = self.state.load()
+        meta = self.state.read_meta()
+        if self.index is not None and self._token is not None and meta.get("token") == self._token:
+            return False  # another process may have indexed since: then the token differs and we resume
         stored = self.db.read_meta()
         identity = _identity()
+        cached = self.state.load()
         trusted = (
-            bool(records)
+            bool(cached and cached[0])
             and meta.get("token") == stored.get("token")
             and all(meta.get(k) == v and stored.get(k) == v for k, v in identity.items())
         )
-        if not trusted:
+        self.index = GraphIndex(self.root, self.state if trusted else None)
+        if not trusted or cached is None:
             return True
-        self.index.load(records)
+        self.index.resume(*cached, (int(meta.get("nodes", 0)), int(meta.get("edges", 0))))
         self._token = meta["token"]
         return False
 
@@ -199,8 +218,9 @@ class CodeGraph:
         return QueryOutcome(columns=columns, rows=rows[:max_rows], truncated=truncated)
 
     def close(self) -> None:
-        """Close database handles (the in-memory index is kept)."""
+        """Close database and cache handles (the in-memory index is kept)."""
         self.db.close()
+        self.state.close()
 
 
 def _query_error(text: str, message: str) -> ToolCallError:
@@ -262,6 +282,23 @@ def code_graph(root: Path, db_dir: Path, options: GraphOptions) -> CodeGraph:
         return graph
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while indexing.
+
+    Indexing allocates millions of long-lived containers (facts, tables, edges) and no cycles worth
+    collecting; the collector would otherwise re-scan the growing heap again and again (measured: reading
+    the stdlib's cached facts took 3.7 s with it, 0.7 s without). It is restored, not forced on, after.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _fill_counts(stats: IndexStats, delta: Any, index: GraphIndex) -> None:
     stats.files = len(index.files)
     stats.nodes_added = len(delta.nodes_added)
@@ -269,9 +306,9 @@ def _fill_counts(stats: IndexStats, delta: Any, index: GraphIndex) -> None:
     stats.nodes_removed = len(delta.nodes_removed)
     stats.edges_added = len(delta.edges_added)
     stats.edges_removed = len(delta.edges_removed)
-    stats.nodes = len(index.nodes)
-    stats.edges = index.edge_count()
-    stats.syntax_errors = sorted(p for p, r in index.files.items() if r.facts.get("errors"))
+    stats.nodes = index.node_count
+    stats.edges = index.edge_count
+    stats.syntax_errors = sorted(p for p, r in index.files.items() if r.errors)
 
 
 def forget(paths: Iterable[Path]) -> None:
