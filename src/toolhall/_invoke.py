@@ -9,7 +9,6 @@ cancelled (so task groups and outer timeouts keep working).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import inspect
 import json
@@ -29,7 +28,7 @@ from ._codes import ErrorCode
 from ._context import CancelSignal, ToolContext
 from ._errormap import error_from_exception
 from ._errors import ArgumentsError
-from ._output import render
+from ._output import ok_result, render
 from ._result import ToolError, ToolResult
 from ._tool import Tool
 
@@ -364,7 +363,7 @@ def _success(validated: ValidatedCall, value: Any) -> ToolResult:
         output, data, content = render(value)
     except Exception as exc:  # noqa: BLE001 - render is defensive already; this is the last guard
         return _failure(validated, "execution_error", f"{validated.tool.name} returned an unrenderable value", exc)
-    return _ok_result(
+    return ok_result(
         output,
         data,
         content,
@@ -374,70 +373,3 @@ def _success(validated: ValidatedCall, value: Any) -> ToolResult:
         validated.started_at,
         datetime.now(UTC),
     )
-
-
-# -- building the success result -----------------------------------------------------------------------
-# ToolResult is a frozen slots dataclass: its __init__ sets each of its twelve fields through
-# object.__setattr__(self, "name", value), about 1.5 µs, a fifth of a call's own overhead. The success
-# path calls the slots' setters directly instead (what that __init__ does, minus the name lookups), but
-# only while ToolResult still has exactly these fields, defaults and no __post_init__; else the class.
-_RESULT_FIELDS = (
-    "ok", "output", "data", "content", "error", "duration_ms",
-    "truncated", "call_id", "tool_name", "started_at", "ended_at", "exception",
-)  # fmt: skip
-_LEFT_AT_DEFAULT = {"error": None, "truncated": False, "exception": None}
-
-
-def _slot_setters() -> list[Callable[[Any, Any], None]] | None:
-    fields = dataclasses.fields(ToolResult)
-    if hasattr(ToolResult, "__post_init__") or tuple(f.name for f in fields) != _RESULT_FIELDS:
-        return None
-    if any(f.name in _LEFT_AT_DEFAULT and f.default != _LEFT_AT_DEFAULT[f.name] for f in fields):
-        return None
-    slots = [vars(ToolResult).get(name) for name in _RESULT_FIELDS]
-    if not all(type(slot).__name__ == "member_descriptor" for slot in slots):
-        return None
-    return [slot.__set__ for slot in slots]  # type: ignore[union-attr]
-
-
-def _ok_result_slots(
-    output: str, data: Any, content: Any, duration_ms: float, call_id: str, tool_name: str,
-    started_at: datetime, ended_at: datetime,
-) -> ToolResult:  # fmt: skip
-    result: ToolResult = _new(ToolResult)
-    _ok(result, True)
-    _output(result, output)
-    _data(result, data)
-    _content(result, content)
-    _error(result, None)
-    _duration(result, duration_ms)
-    _truncated(result, False)
-    _call_id(result, call_id)
-    _tool_name(result, tool_name)
-    _started(result, started_at)
-    _ended(result, ended_at)
-    _exception(result, None)
-    return result
-
-
-def _ok_result_init(
-    output: str, data: Any, content: Any, duration_ms: float, call_id: str, tool_name: str,
-    started_at: datetime, ended_at: datetime,
-) -> ToolResult:  # fmt: skip
-    return ToolResult(
-        ok=True, output=output, data=data, content=content, duration_ms=duration_ms, call_id=call_id,
-        tool_name=tool_name, started_at=started_at, ended_at=ended_at,
-    )  # fmt: skip
-
-
-_new = object.__new__
-_setters = _slot_setters()
-_ok_result = _ok_result_init
-if _setters is not None:
-    _ok, _output, _data, _content, _error, _duration, _truncated, _call_id = _setters[:8]
-    _tool_name, _started, _ended, _exception = _setters[8:]
-    _probe = datetime.now(UTC)
-    _args = ("3", 3, (), 1.0, "call_x", "t", _probe, _probe)
-    if _ok_result_slots(*_args) == _ok_result_init(*_args):  # the same value, or keep the plain constructor
-        _ok_result = _ok_result_slots
-    del _probe, _args
