@@ -193,13 +193,20 @@ class _Server:
         self.loop.close()
 
 
-def _events(response: httpx.Response) -> Iterator[tuple[str, Any]]:
-    kind = None
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: ") and kind:
-            yield kind, json.loads(line[6:])
+def _events(client: httpx.Client) -> Iterator[tuple[str, Any]]:
+    """The console's events, reconnecting with Last-Event-ID as a browser does (streams are short)."""
+    last_id = None
+    while True:
+        headers = {"Last-Event-ID": last_id} if last_id else {}
+        with client.stream("GET", "/console/api/events", headers=headers) as response:
+            kind = None
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    last_id = line[4:]
+                elif line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind:
+                    yield kind, json.loads(line[6:])
 
 
 def live_latency(folder: Path) -> list[str]:
@@ -209,14 +216,14 @@ def live_latency(folder: Path) -> list[str]:
     waits = []
     try:
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10) as client:
-            with client.stream("GET", "/console/api/events") as response:
-                events = _events(response)
-                next(events)
-                for i in range(40):
-                    result = server.call("echo", {"text": f"n{i}"}).result(5)
-                    done = time.perf_counter()
-                    next(e for k, e in events if k == "call" and e["id"] == result.call_id and e["status"] == "ok")
-                    waits.append(time.perf_counter() - done)
+            events = _events(client)
+            next(events)
+            for i in range(40):
+                result = server.call("echo", {"text": f"n{i}"}).result(5)
+                done = time.perf_counter()
+                next(e for k, e in events if k == "call" and e["id"] == result.call_id and e["status"] == "ok")
+                waits.append(time.perf_counter() - done)
+            events.close()
     finally:
         server.close()
         store.close()

@@ -24,6 +24,7 @@ from toolhall.mcp.server import http_app
 T = TypeVar("T")
 
 TOKEN = "console-test-token-0123456789"
+WAIT = 20.0  # seconds a test waits for something that normally takes milliseconds (the CI box may be loaded)
 XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
@@ -92,7 +93,7 @@ class Console:
         return self.submit(self.session.call(name, arguments or {}))
 
 
-def event_stream(client: httpx.Client, *, within: float = 15.0) -> Iterator[tuple[str, Any]]:
+def event_stream(client: httpx.Client, *, within: float = WAIT) -> Iterator[tuple[str, Any]]:
     """(event, data) pairs from the console's stream, reconnecting with Last-Event-ID as a browser does.
 
     Fails when `within` seconds pass, so a test waiting for an event that never comes does not hang.
@@ -120,6 +121,17 @@ async def _cancel_the_rest() -> None:
     for task in left:
         task.cancel()
     await asyncio.gather(*left, return_exceptions=True)
+
+
+def wait_for_pending(store: Any, session_id: str | None = None) -> str:
+    """The call id of the newest request waiting for approval (of a session, when given)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        pending = store.pending_approvals(session_id)
+        if pending:
+            return str(pending[-1].call_id)
+        time.sleep(0.02)
+    raise AssertionError(f"no call was waiting for approval within {WAIT} s")
 
 
 def run_server(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread, asyncio.AbstractEventLoop]:

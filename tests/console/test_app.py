@@ -19,7 +19,7 @@ import pytest
 from tests._services import require_postgres
 from toolhall import PostgresLog
 
-from .conftest import TOKEN, Console, event_stream
+from .conftest import TOKEN, WAIT, Console, event_stream, wait_for_pending
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 AGENT = Path(__file__).with_name("agent_process.py")
@@ -38,19 +38,9 @@ def api(console: Console) -> Iterator[httpx.Client]:
         yield client
 
 
-def wait_for_pending(console: Console, session_id: str | None = None) -> str:
-    """The call id of the newest request waiting for approval (of a session, when given)."""
-    for _ in range(500):
-        pending = console.store.pending_approvals(session_id)
-        if pending:
-            return str(pending[-1].call_id)
-        time.sleep(0.02)
-    raise AssertionError("no call is waiting for approval")
-
-
 def test_the_event_stream_starts_with_a_snapshot_then_sends_calls_live(console: Console, api: httpx.Client) -> None:
     """A stream opens with the snapshot, then sends each call as it starts and ends."""
-    assert console.call("echo", {"text": "before"}).result(5).ok
+    assert console.call("echo", {"text": "before"}).result(WAIT).ok
     with api.stream("GET", "/console/api/events") as response:
         assert response.headers["content-type"].startswith("text/event-stream")
     events = event_stream(api)
@@ -58,7 +48,7 @@ def test_the_event_stream_starts_with_a_snapshot_then_sends_calls_live(console: 
         kind, snapshot = next(events)
         assert kind == "snapshot" and [c["input_preview"] for c in snapshot["calls"]] == ['{"text": "before"}']
         assert snapshot["approval_timeout"] == 60.0
-        assert console.call("echo", {"text": "live"}).result(5).ok
+        assert console.call("echo", {"text": "live"}).result(WAIT).ok
         for kind, data in events:
             if kind == "call" and data["input_preview"] == '{"text": "live"}' and data["status"] == "ok":
                 break
@@ -79,7 +69,7 @@ def test_an_approval_request_streams_and_is_answered_over_the_api(console: Conso
         assert answer.status_code == 200
         assert answer.json()["approval"]["answered_by"] == "console:ann"
         assert answer.json()["approval"]["answered_at"]
-        assert future.result(5).ok
+        assert future.result(WAIT).ok
         done = next(data for kind, data in events if kind == "approval_done")
     assert done == {"call_id": request["call_id"]}
 
@@ -89,11 +79,11 @@ def test_a_page_that_reconnects_gets_what_it_missed_and_nothing_twice(console: C
     events = event_stream(api)
     with closing(events):
         next(events)
-        console.call("echo", {"text": "seen"}).result(5)
+        console.call("echo", {"text": "seen"}).result(WAIT)
         next(d for k, d in events if k == "call" and d["input_preview"] == '{"text": "seen"}' and d["status"] == "ok")
     with api.stream("GET", "/console/api/events") as response:
         last_id = next(line[4:] for line in response.iter_lines() if line.startswith("id: "))
-    console.call("echo", {"text": "missed"}).result(5)
+    console.call("echo", {"text": "missed"}).result(WAIT)
     time.sleep(0.3)  # the feed polls on (it lingers a few seconds after the last page left)
     with api.stream("GET", "/console/api/events", headers={"Last-Event-ID": last_id}) as response:
         text = response.read().decode()
@@ -107,12 +97,12 @@ def test_a_page_that_reconnects_gets_what_it_missed_and_nothing_twice(console: C
 def test_answering_twice_is_a_conflict_naming_the_first_answer(console: Console, api: httpx.Client) -> None:
     """The second answer is refused (409) and says who answered first; the first answer stands."""
     future = console.call("write_note", {"path": "a", "content": "b"})
-    call_id = wait_for_pending(console)
+    call_id = wait_for_pending(console.store)
     first = api.post(f"/console/api/approvals/{call_id}", json={"decision": "deny", "reason": "no", "by": "bo"})
     second = api.post(f"/console/api/approvals/{call_id}", json={"decision": "approve"})
     assert first.status_code == 200 and second.status_code == 409
     assert "already answered (deny) by console:bo" in second.json()["message"]
-    result = future.result(5)
+    result = future.result(WAIT)
     assert result.error is not None and result.error.code == "denied" and "no" in result.error.message
 
 
@@ -130,12 +120,12 @@ def test_answering_twice_is_a_conflict_naming_the_first_answer(console: Console,
 def test_bad_answers_are_refused_naming_the_field(console: Console, api: httpx.Client, body: Any, message: str) -> None:
     """Each malformed answer gets 400 with what was wrong and what is allowed; the request stays open."""
     future = console.call("write_note", {"path": "a", "content": "b"})
-    call_id = wait_for_pending(console)
+    call_id = wait_for_pending(console.store)
     response = api.post(f"/console/api/approvals/{call_id}", json=body)
     assert response.status_code == 400 and message in response.json()["message"]
     assert not console.store.get_approval(call_id).answered  # type: ignore[union-attr]
     console.store.answer_approval(call_id, "deny")
-    future.result(5)
+    future.result(WAIT)
 
 
 def test_answering_an_unknown_call_is_not_found(api: httpx.Client) -> None:
@@ -147,13 +137,13 @@ def test_answering_an_unknown_call_is_not_found(api: httpx.Client) -> None:
 def test_a_denial_without_a_reason_gets_one(console: Console, api: httpx.Client) -> None:
     """The agent always learns why: an empty reason becomes 'denied in the console'."""
     future = console.call("write_note", {"path": "a", "content": "b"})
-    api.post(f"/console/api/approvals/{wait_for_pending(console)}", json={"decision": "deny", "reason": "  "})
-    assert "denied in the console" in future.result(5).error.message  # type: ignore[union-attr]
+    api.post(f"/console/api/approvals/{wait_for_pending(console.store)}", json={"decision": "deny", "reason": "  "})
+    assert "denied in the console" in future.result(WAIT).error.message  # type: ignore[union-attr]
 
 
 def test_a_call_opens_with_its_full_output_not_the_models_cut(console: Console, api: httpx.Client) -> None:
     """The detail comes from the store: the whole output, though the model saw it truncated."""
-    result = console.call("huge").result(5)
+    result = console.call("huge").result(WAIT)
     assert result.truncated
     detail = api.get(f"/console/api/calls/{result.call_id}").json()
     assert detail["output_chars"] == 120_000 and len(detail["output"]) == 120_000
@@ -163,9 +153,9 @@ def test_a_call_opens_with_its_full_output_not_the_models_cut(console: Console, 
 
 def test_the_call_list_filters_in_the_store(console: Console, api: httpx.Client) -> None:
     """Filters by tool, status and session are applied by the store query."""
-    console.call("echo", {"text": "a"}).result(5)
-    console.call("leak").result(5)
-    console.call("nope").result(5)
+    console.call("echo", {"text": "a"}).result(WAIT)
+    console.call("leak").result(WAIT)
+    console.call("nope").result(WAIT)
     tools = [call["tool"] for call in api.get("/console/api/calls", params={"tool": "echo"}).json()["calls"]]
     assert tools == ["echo"]
     errors = api.get("/console/api/calls", params={"status": "error"}).json()["calls"]
@@ -189,8 +179,8 @@ def test_bad_filters_are_refused_naming_the_argument(api: httpx.Client, params: 
 def test_stats_cover_sessions_and_tools(console: Console, api: httpx.Client) -> None:
     """The stats endpoint counts the session's calls and ranks tools by time."""
     for _ in range(3):
-        console.call("echo", {"text": "x"}).result(5)
-    console.call("nope").result(5)
+        console.call("echo", {"text": "x"}).result(WAIT)
+    console.call("nope").result(WAIT)
     stats = api.get("/console/api/stats").json()
     [session] = stats["sessions"]
     assert (session["session_id"], session["calls"], session["errors"]) == (console.session.session_id, 4, 1)
@@ -202,11 +192,11 @@ def test_stats_cover_sessions_and_tools(console: Console, api: httpx.Client) -> 
 def test_the_queue_lists_open_requests(console: Console, api: httpx.Client) -> None:
     """GET /console/api/approvals lists the open requests with their deadline."""
     future = console.call("write_note", {"path": "q", "content": "r"})
-    call_id = wait_for_pending(console)
+    call_id = wait_for_pending(console.store)
     [request] = api.get("/console/api/approvals").json()["approvals"]
     assert request["call_id"] == call_id and request["expires_at"] is not None
     console.store.answer_approval(call_id, "deny")
-    future.result(5)
+    future.result(WAIT)
 
 
 # -- another process, one store ----------------------------------------------------------------------
@@ -239,7 +229,7 @@ def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tup
 
 
 def test_the_console_answers_a_request_from_another_process(
-    make_console: Callable[..., Console], shared_store: tuple[str, str, Any]
+    shared_store: tuple[str, str, Any], make_console: Callable[..., Console]
 ) -> None:
     """An agent process waiting on the shared store continues when the console approves its call."""
     kind, target, store = shared_store

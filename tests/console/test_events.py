@@ -32,9 +32,9 @@ def record(**changes: Any) -> CallRecord:
 
 
 async def next_events(receive: Any, kind: str, count: int = 1) -> list[Event]:
-    """The next `count` events of a kind (others are skipped), within 3 s."""
+    """The next `count` events of a kind (others are skipped), within 10 s."""
     found: list[Event] = []
-    with anyio.fail_after(3):
+    with anyio.fail_after(10):
         while len(found) < count:
             event = await receive.receive()
             if event.kind == kind:

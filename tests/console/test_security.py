@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -11,7 +10,7 @@ import pytest
 
 from toolhall.console import console_routes
 
-from .conftest import TOKEN, Console
+from .conftest import TOKEN, Console, wait_for_pending
 
 
 @contextmanager
@@ -93,14 +92,8 @@ def test_an_origin_on_another_port_is_refused(console: Console) -> None:
 
 
 def _pending(console: Console) -> str:
-    future = console.call("write_note", {"path": "notes/a.txt", "content": "hello"})
-    for _ in range(200):
-        pending = console.store.pending_approvals()
-        if pending:
-            return str(pending[0].call_id)
-        assert not future.done(), f"the call ended without asking: {future.result()}"
-        time.sleep(0.02)
-    raise AssertionError("the call never asked for approval")
+    console.call("write_note", {"path": "notes/a.txt", "content": "hello"})
+    return wait_for_pending(console.store)
 
 
 def test_answers_need_the_csrf_header(console: Console) -> None:
