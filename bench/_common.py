@@ -199,40 +199,37 @@ def _openai_entry(name: str, description: str | None, parameters: dict[str, Any]
     return {"type": "function", "function": {"name": name, "description": description or "", "parameters": parameters}}
 
 
-async def _pydantic_ai_make(fns: Funcs) -> Dispatch:
-    from pydantic_ai import RunContext
-    from pydantic_ai.messages import ToolCallPart
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.tool_manager import ToolManager
-    from pydantic_ai.toolsets import FunctionToolset
-    from pydantic_ai.usage import RunUsage
+def _peer(module: str) -> Any:
+    """A peer's module, untyped: the peers are not installed where mypy runs."""
+    return importlib.import_module(module)
 
-    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
-    manager = await ToolManager(FunctionToolset(list(fns))).for_run_step(ctx)
+
+def _pydantic_ai_context() -> Any:
+    test_model = _peer("pydantic_ai.models.test").TestModel()
+    return _peer("pydantic_ai").RunContext(deps=None, model=test_model, usage=_peer("pydantic_ai.usage").RunUsage())
+
+
+async def _pydantic_ai_make(fns: Funcs) -> Dispatch:
+    toolset = _peer("pydantic_ai.toolsets").FunctionToolset(list(fns))
+    manager = await _peer("pydantic_ai.tool_manager").ToolManager(toolset).for_run_step(_pydantic_ai_context())
+    tool_call_part = _peer("pydantic_ai.messages").ToolCallPart
 
     async def dispatch(name: str, args: str) -> Any:
-        return await manager.handle_call(ToolCallPart(name, args, tool_call_id="call_1"))
+        return await manager.handle_call(tool_call_part(name, args, tool_call_id="call_1"))
 
     return dispatch
 
 
 async def _pydantic_ai_export(fns: Funcs) -> Exported:
-    from pydantic_ai import RunContext
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.toolsets import FunctionToolset
-    from pydantic_ai.usage import RunUsage
-
-    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
-    tools = await FunctionToolset(list(fns)).get_tools(ctx)
+    tools = await _peer("pydantic_ai.toolsets").FunctionToolset(list(fns)).get_tools(_pydantic_ai_context())
     defs = [t.tool_def for t in tools.values()]
     return [_openai_entry(d.name, d.description, d.parameters_json_schema) for d in defs]
 
 
 def _langchain_tools(fns: Funcs) -> dict[str, Any]:
-    from langchain_core.tools import StructuredTool
-
+    structured_tool = _peer("langchain_core.tools").StructuredTool
     built = [
-        StructuredTool.from_function(coroutine=fn) if iscoroutinefunction(fn) else StructuredTool.from_function(fn)
+        structured_tool.from_function(coroutine=fn) if iscoroutinefunction(fn) else structured_tool.from_function(fn)
         for fn in fns
     ]
     return {t.name: t for t in built}
@@ -248,34 +245,28 @@ async def _langchain_make(fns: Funcs) -> Dispatch:
 
 
 async def _langchain_export(fns: Funcs) -> Exported:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    return [convert_to_openai_tool(t) for t in _langchain_tools(fns).values()]
+    convert = _peer("langchain_core.utils.function_calling").convert_to_openai_tool
+    return [convert(t) for t in _langchain_tools(fns).values()]
 
 
 async def _agents_make(fns: Funcs) -> Dispatch:
-    from agents import function_tool
-    from agents.tool_context import ToolContext
-
-    tools = {t.name: t for t in (function_tool(fn) for fn in fns)}
+    tools = {t.name: t for t in (_peer("agents").function_tool(fn) for fn in fns)}
+    tool_context = _peer("agents.tool_context").ToolContext
 
     async def dispatch(name: str, args: str) -> Any:
-        ctx = ToolContext(context=None, tool_name=name, tool_call_id="call_1", tool_arguments=args)
+        ctx = tool_context(context=None, tool_name=name, tool_call_id="call_1", tool_arguments=args)
         return await tools[name].on_invoke_tool(ctx, args)
 
     return dispatch
 
 
 async def _agents_export(fns: Funcs) -> Exported:
-    from agents import function_tool
-
+    function_tool = _peer("agents").function_tool
     return [_openai_entry(t.name, t.description, t.params_json_schema) for t in (function_tool(fn) for fn in fns)]
 
 
 def _mcp_server(fns: Funcs) -> Any:
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("bench")
+    server = _peer("mcp.server.mcpserver").MCPServer("bench")
     for fn in fns:
         server.add_tool(fn)
     return server

@@ -24,7 +24,7 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable, Sequence  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, cast  # noqa: E402
 
 import anyio  # noqa: E402
 import anyio.to_thread  # noqa: E402
@@ -42,7 +42,7 @@ from _common import (  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 from pydantic_core import SchemaValidator, core_schema  # noqa: E402
 
-from toolhall import Toolbox, ToolCall, tool  # noqa: E402
+from toolhall import Tool, Toolbox, ToolCall, tool  # noqa: E402
 
 ARGS = '{"a": 1, "b": 2}'
 TIMEOUT = 30.0
@@ -110,7 +110,7 @@ async def checked(case: AsyncCase, label: str) -> AsyncCase:
 # -- 1. µs per call -------------------------------------------------------------------------------
 async def async_cases(peers: Sequence[Peer]) -> tuple[dict[str, AsyncCase], list[str]]:
     """Floors, toolhall and peers dispatching `add` (an `async def` tool) from JSON text."""
-    tb = Toolbox([tool(add, timeout=TIMEOUT)])
+    tb = Toolbox([Tool.from_function(add, timeout=TIMEOUT)])
 
     async def plain() -> Any:
         return await add(**json.loads(ARGS))
@@ -143,7 +143,9 @@ async def async_cases(peers: Sequence[Peer]) -> tuple[dict[str, AsyncCase], list
 
 async def sync_cases(peers: Sequence[Peer]) -> tuple[dict[str, AsyncCase], list[str]]:
     """Floors, toolhall (threaded and inline) and peers dispatching `add_sync` (a `def` tool)."""
-    tb = Toolbox([tool(add_sync, timeout=TIMEOUT), tool(add_sync, name="add_inline", inline=True)])
+    tb = Toolbox(
+        [Tool.from_function(add_sync, timeout=TIMEOUT), Tool.from_function(add_sync, name="add_inline", inline=True)]
+    )
 
     async def plain() -> Any:
         return add_sync(**json.loads(ARGS))
@@ -248,7 +250,11 @@ def floor_export(funcs: Sequence[Callable[..., Any]]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": f.__name__, "description": f.__doc__, "parameters": TypeAdapter(f).json_schema()},
+            "function": {
+                "name": f.__name__,
+                "description": f.__doc__,
+                "parameters": TypeAdapter(cast(Any, f)).json_schema(),
+            },
         }
         for f in funcs
     ]
@@ -326,7 +332,8 @@ async def bench_warm_export(rounds: int) -> None:
 
 async def bench_first_call(tb: Toolbox) -> None:
     """Section 2c: what the cold export deferred: each tool's validator is built by its first call."""
-    first, later = [], []
+    first: list[float] = []
+    later: list[float] = []
     for name in tb.names():
         for samples in (first, later):
             start = time.process_time()
