@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import typer
@@ -44,6 +44,7 @@ def serve(
     Example: toolhall serve --http --port 8765   (or: toolhall serve --toolbox mypkg.tools:toolbox)
     """
     from .._session import Session
+    from ..console import QueueApprover, console_routes
     from ..mcp._approval import ElicitingApprover
     from ..mcp.server import new_token, serve_http, serve_stdio
 
@@ -60,12 +61,21 @@ def serve(
 
     async def run() -> None:
         async with open_toolbox(app, base=custom) as toolbox:
+            store = app.log_store()
+            console_on = http and cfg.console
+            queue = (
+                QueueApprover(store, timeout=cfg.approval_timeout) if console_on or cfg.approval == "queue" else None
+            )
+            if cfg.approval == "queue" and queue is not None:
+                approver: Any = queue
+            else:
+                approver = ElicitingApprover(fallback=queue if cfg.approval == "elicit" and queue else "deny")
             session = Session(
                 toolbox,
                 workspace=app.workspace,
                 policy=app.policy(),
-                approver=ElicitingApprover(),
-                log=app.log_store(),
+                approver=approver,
+                log=store,
                 role=role or cfg.role or app.config.role,
                 max_output_chars=app.config.limits.max_output_chars,
                 default_timeout=app.config.limits.timeout,
@@ -74,17 +84,25 @@ def serve(
                 if not http:
                     await serve_stdio(session)
                     return
-                url = f"http://{bind if ':' not in bind else f'[{bind}]'}:{bind_port}/mcp"
+                address = bind if ":" not in bind else f"[{bind}]"
+                url = f"http://{address}:{bind_port}/mcp"
+                routes = (
+                    console_routes(store, token=secret, host=bind, approval_timeout=cfg.approval_timeout)
+                    if console_on
+                    else []
+                )
                 print(f"toolhall serving {len(session.schemas('mcp'))} tools for {app.workspace.root}", file=sys.stderr)
                 print(f"  MCP endpoint: {url}", file=sys.stderr)
                 print(f"  token:        {secret}", file=sys.stderr)
+                if console_on:
+                    print(f"  console:      http://{address}:{bind_port}/?token={secret}", file=sys.stderr)
                 print(
                     f"  add it:       claude mcp add --transport http toolhall {url} "
                     f'--header "Authorization: Bearer {secret}"',
                     file=sys.stderr,
                     flush=True,
                 )
-                await serve_http(session, host=bind, port=bind_port, token=secret)
+                await serve_http(session, host=bind, port=bind_port, token=secret, routes=routes)
             finally:
                 await session.aclose()
 
