@@ -18,6 +18,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +37,9 @@ HUGE = {
 }
 
 
-def median_us(fn: Callable[[], Any], rounds: int = ROUNDS) -> float:
-    for _ in range(5):
-        fn()
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(samples)
-
-
 async def paired_us(raw: Callable[[], Any], tb: Any, text: str, params: list[Any] | None,
-                    rounds: int = ROUNDS) -> tuple[float, float]:
-    """Medians of the raw driver and of `sql_query`, sampled alternately so machine load hits both alike."""
+                    rounds: int = ROUNDS) -> Sample:
+    """The raw driver and `sql_query`, sampled alternately so machine load hits both alike."""
     args = {"sql": text, "params": params}
     for _ in range(20):
         raw()
@@ -64,20 +54,50 @@ async def paired_us(raw: Callable[[], Any], tb: Any, text: str, params: list[Any
         end = time.perf_counter()
         raws.append((middle - start) * 1e6)
         tools.append((end - middle) * 1e6)
-    return statistics.median(raws), statistics.median(tools)
+    return Sample(raws, tools)
 
 
 def calibrate(raw: Callable[[str], Any], template: str) -> str:
-    """The statement from `template` that takes about 1 ms on the raw driver."""
+    """The statement from `template` that takes about 1 ms on the raw driver.
+
+    Timed by a low percentile, not the median, so that a loaded machine does not pick a smaller statement.
+    """
     n = 1000
-    while True:
+    while n < 10_000_000:
         text = template.format(n=n)
-        if median_us(lambda: raw(text), rounds=30) >= 1000 or n > 10_000_000:  # noqa: B023 - used at once
+        if percentile([timed(lambda: raw(text)) for _ in range(30)], 10) >= 1000:  # noqa: B023 - used at once
             return text
-        n *= 2
+        n = int(n * 1.25)
+    return template.format(n=n)
 
 
-def sqlite_rows(folder: Path) -> list[tuple[str, float, float]]:
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e6
+
+
+def percentile(samples: list[float], pct: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[pct - 1]
+
+
+@dataclass
+class Sample:
+    """Paired timings in microseconds: the raw driver's and the tool's, round by round."""
+
+    raws: list[float]
+    tools: list[float]
+
+    def row(self, name: str) -> str:
+        raw, tool = statistics.median(self.raws), statistics.median(self.tools)
+        quiet_raw, quiet_tool = percentile(self.raws, 10), percentile(self.tools, 10)
+        ratio = f"{tool / raw:.2f}x" if raw else "-"
+        quiet_ratio = f"{quiet_tool / quiet_raw:.2f}x" if quiet_raw else "-"
+        return (f"| {name} | {raw:.0f} | {tool:.0f} | {tool - raw:.0f} | {ratio} | {quiet_tool - quiet_raw:.0f} | "
+                f"{quiet_ratio} |")
+
+
+def sqlite_rows(folder: Path) -> list[tuple[str, Sample]]:
     path = folder / "bench.db"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, price REAL)")
@@ -92,12 +112,12 @@ def sqlite_rows(folder: Path) -> list[tuple[str, float, float]]:
     point = "SELECT id, name, price FROM t WHERE id = ?"
     slow = calibrate(raw, SLOW_SQLITE)
     return [
-        ("sqlite point query", *anyio.run(paired_us, lambda: raw(point, (7,)), tb, point, [7])),
-        ("sqlite ~1 ms query", *anyio.run(paired_us, lambda: raw(slow), tb, slow, None, 200)),
+        ("sqlite point query", anyio.run(paired_us, lambda: raw(point, (7,)), tb, point, [7])),
+        ("sqlite ~1 ms query", anyio.run(paired_us, lambda: raw(slow), tb, slow, None, 200)),
     ]
 
 
-def pg_rows() -> list[tuple[str, float, float]]:
+def pg_rows() -> list[tuple[str, Sample]]:
     import psycopg
 
     raw_conn = psycopg.connect(PG_DSN, autocommit=True)
@@ -109,8 +129,8 @@ def pg_rows() -> list[tuple[str, float, float]]:
     point = "SELECT 1 AS id, 'x' AS name WHERE 1 = %s"
     slow = calibrate(raw, SLOW_PG)
     return [
-        ("postgres point query", *anyio.run(paired_us, lambda: raw(point, (1,)), tb, point, [1])),
-        ("postgres ~1 ms query", *anyio.run(paired_us, lambda: raw(slow), tb, slow, None, 200)),
+        ("postgres point query", anyio.run(paired_us, lambda: raw(point, (1,)), tb, point, [1])),
+        ("postgres ~1 ms query", anyio.run(paired_us, lambda: raw(slow), tb, slow, None, 200)),
     ]
 
 
@@ -143,7 +163,7 @@ def pg_up() -> bool:
         return False
 
 
-def core_row() -> tuple[str, float, float]:
+def core_row() -> tuple[str, Sample]:
     """What the core's Toolbox.call costs by itself: a no-op async tool with the same parameters."""
     from toolhall import Toolbox, tool
 
@@ -154,15 +174,15 @@ def core_row() -> tuple[str, float, float]:
 
     tb = Toolbox([noop])
 
-    async def alone() -> tuple[float, float]:
+    async def alone() -> Sample:
         samples = []
         for _ in range(ROUNDS):
             start = time.perf_counter()
             await tb.call("noop", {"sql": "SELECT 1", "params": None})
             samples.append((time.perf_counter() - start) * 1e6)
-        return 0.0, statistics.median(samples)
+        return Sample([0.0] * ROUNDS, samples)
 
-    return ("(core: Toolbox.call of a no-op async tool)", *anyio.run(alone))
+    return ("(core: Toolbox.call of a no-op async tool)", anyio.run(alone))
 
 
 def main() -> None:
@@ -170,11 +190,13 @@ def main() -> None:
         rows = [core_row(), *sqlite_rows(Path(folder))]
         if pg_up():
             rows += pg_rows()
-        print("| query | raw driver (µs) | sql_query (µs) | added (µs) | ratio |")
-        print("|---|---:|---:|---:|---:|")
-        for name, raw, tool in rows:
-            ratio = f"{tool / raw:.2f}x" if raw else "-"
-            print(f"| {name} | {raw:.0f} | {tool:.0f} | {tool - raw:.0f} | {ratio} |")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {ROUNDS} paired rounds (200 for "
+              "~1 ms); p10 = 10th percentile of each side, nearer what a quiet machine shows")
+        print()
+        print("| query | raw driver (µs) | sql_query (µs) | added (µs) | ratio | added, p10 (µs) | ratio, p10 |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, sample in rows:
+            print(sample.row(name))
         print()
         print("| memory | peak RSS growth | Python allocations peak | wall time |")
         print("|---|---:|---:|---:|")

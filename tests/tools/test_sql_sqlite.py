@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -14,6 +16,8 @@ from tests.tools._sql_support import query, read_only_backend, refusal
 from toolhall import ToolCall
 from toolhall._errors import ConfigError
 from toolhall.tools import sql
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -243,3 +247,65 @@ async def test_cancelling_the_caller_interrupts_the_statement(db: Path) -> None:
         await tb.call("sql_query", {"sql": endless})
     with anyio.fail_after(5):  # the pool is free again: the interrupted connection came back
         assert (await tb.call("sql_query", {"sql": "SELECT 1"})).ok
+
+
+def test_a_write_past_the_inline_budget_is_rolled_back_and_run_once_in_a_thread(db: Path) -> None:
+    """A big write interrupted on the event loop is undone before it runs again: no row is written twice."""
+    tb = sql.toolbox(url=url(db), mode="read_write")
+    query(tb, "CREATE TABLE big (n INTEGER)")
+    fill = f"INSERT INTO big {count_to(300_000, 'SELECT n FROM r')}"
+    for _ in range(2):  # the second call goes straight to the thread (its text is remembered as slow)
+        assert query(tb, fill).data["rows_affected"] == 300_000
+    counted = query(tb, "SELECT count(*), count(DISTINCT n) FROM big").data["rows"]
+    assert counted == [[600_000, 300_000]]
+
+
+def count_to(n: int, then: str = "SELECT count(*) FROM r") -> str:
+    return f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {n}) {then}"
+
+
+def ticks_during(call: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """Await `call` on a fresh loop beside a task ticking every 10 ms; how often it ticked meanwhile."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    async def main() -> tuple[T, int]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            await anyio.sleep(0.05)
+            before = ticks
+            result = await call()
+            tg.cancel_scope.cancel()
+        return result, ticks - before
+
+    return anyio.run(main)
+
+
+def test_a_long_read_leaves_the_event_loop_free(db: Path) -> None:
+    """While a long query runs, other tasks on the loop keep running (it moved off the loop)."""
+    tb = sql.toolbox(url=url(db))
+    result, ticks = ticks_during(lambda: tb.call("sql_query", {"sql": count_to(3_000_000)}))
+    assert result.data["rows"] == [[3_000_000]]
+    assert ticks >= 3, f"the loop ticked only {ticks} times while the query ran for {result.duration_ms} ms"
+
+
+def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(db: Path) -> None:
+    """A write that meets another connection's lock waits in a worker thread, then succeeds."""
+    tb = sql.toolbox(url=url(db), mode="read_write")
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.3, holder.execute, ["COMMIT"])
+    release.start()
+    try:
+        result, ticks = ticks_during(lambda: tb.call("sql_query", {"sql": "INSERT INTO customers VALUES (3, 'eve')"}))
+    finally:
+        release.join()
+        holder.close()
+    assert result.ok and result.data["rows_affected"] == 1, result.error
+    assert ticks >= 3, f"the loop ticked only {ticks} times while the call waited {result.duration_ms} ms"
+    assert query(tb, "SELECT name FROM customers WHERE id = 3").data["rows"] == [["eve"]]

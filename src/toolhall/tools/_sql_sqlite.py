@@ -1,12 +1,16 @@
 """SQLite backend: a read-only connection plus an authorizer in read-only mode.
 
-The time limit is `sqlite3_interrupt` from the event loop's side when the deadline passes (a progress
-handler would take the GIL every few thousand VM steps and slow every query down).
+A call first runs inline on the event loop, bounded by a progress handler to a few milliseconds: most
+queries finish within that, with no thread hop (which costs more than the query itself). A call that
+runs past the budget, or meets a lock held by another connection, is interrupted, rolled back and run again
+in a worker thread, where the time limit is `sqlite3_interrupt` from the event loop's side at the deadline
+and a lock is waited for; its text is remembered, so the next call with it goes to the thread at once.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -45,6 +49,18 @@ _READ_PRAGMAS = _READ_PRAGMAS_WITH_ARG | {
     "compile_options", "database_list", "journal_mode", "auto_vacuum", "cache_size", "recursive_triggers",
 }
 _DENIED_ALWAYS = frozenset({"writable_schema", "trusted_schema"})
+# An inline call may run _PROGRESS_STEPS * _INLINE_CHECKS VM instructions (a few milliseconds of work) and
+# hold the loop for _INLINE_WALL seconds at most before it moves to a worker thread.
+_PROGRESS_STEPS = 4000  # VM instructions between checks: tens of microseconds apart, under 1% overhead
+_INLINE_CHECKS = 100
+_INLINE_WALL = 0.02
+_LOCK_WAIT = 5.0  # seconds a call in a worker thread waits for another connection's lock
+_SLOW_TEXTS = 256  # statement texts remembered as too slow to run inline
+
+
+class _MoveToThread(Exception):
+    """The inline attempt ran out of budget (`work` or `clock`) or met a `lock`: it was rolled back, so the
+    call runs again in a worker thread."""
 
 
 class SqliteBackend:
@@ -62,11 +78,14 @@ class SqliteBackend:
             self._uri = f"file:toolhall-{uuid.uuid4().hex}?mode=memory&cache=shared"
         else:
             self._uri = f"file:{quote(self._path)}?mode={'ro' if self._read_only else 'rwc'}"
-        self._anchor = self._connect() if self._path is None else None
+        self._anchor = self._connect(0.0) if self._path is None else None
+        # Inline calls never wait for a lock (that would block the loop); threaded calls wait up to _LOCK_WAIT.
+        self._inline: Pool[sqlite3.Connection] = Pool(sqlite3.Connection.close)
         self._pool: Pool[sqlite3.Connection] = Pool(sqlite3.Connection.close)
+        self._slow: dict[str, None] = {}  # insertion-ordered: the oldest is forgotten first
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0)
+    def _connect(self, lock_wait: float) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=lock_wait)
         if self._read_only:
             conn.execute("PRAGMA query_only = 1")  # a second lock, for memory databases that cannot be mode=ro
         conn.set_authorizer(self._authorize)
@@ -89,6 +108,14 @@ class SqliteBackend:
 
     async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
+        key = request.statements[0].text if len(request.statements) == 1 else ";".join(
+            s.text for s in request.statements)
+        if key not in self._slow and not _outside_transaction(request.statements):
+            try:
+                return self._run_inline(request)
+            except _MoveToThread as moved:
+                if moved.args[0] == "work":
+                    self._remember_slow(key)
         return await in_thread(partial(self._run, request), request.timeout, self.grace)
 
     async def schema(self, table: str | None, timeout: float) -> dict[str, Any]:
@@ -102,16 +129,58 @@ class SqliteBackend:
             notes.append("sql: the SQLite database is in memory; it is empty at start and lost at exit")
         else:
             try:
-                self._pool.put(self._checkout())
+                self._pool.put(self._checkout(self._pool, _LOCK_WAIT))
             except ToolCallError as error:
                 notes.append(f"sql: {error.message}")
         return notes
 
     def _run(self, request: RunRequest, interrupt: Interrupt) -> list[Outcome]:
-        conn = self._checkout()
+        conn = self._checkout(self._pool, _LOCK_WAIT)
         interrupt.arm(conn.interrupt)
-        own_transaction = not _outside_transaction(request.statements)
         outcomes: list[Outcome] = []
+        try:
+            return self._transaction(conn, request, outcomes)
+        except sqlite3.Error as error:
+            raise _error(error, len(outcomes), interrupt) from None
+        finally:
+            interrupt.disarm()
+            self._pool.put(conn, healthy=not conn.in_transaction)
+
+    def _run_inline(self, request: RunRequest) -> list[Outcome]:
+        """The call on the event loop, stopped by the progress handler once its budget is spent."""
+        conn = self._checkout(self._inline, 0.0)
+        start = time.perf_counter()
+        wall_limit = start + min(_INLINE_WALL, request.timeout)
+        checks = 0
+
+        def spent() -> bool:
+            # Counted VM work, not the clock, decides "too long", so a loaded machine does not send every
+            # query to a thread; the clock is the backstop (one costly opcode) and the call's time limit.
+            nonlocal checks
+            checks += 1
+            return checks > _INLINE_CHECKS or time.perf_counter() > wall_limit
+
+        conn.set_progress_handler(spent, _PROGRESS_STEPS)
+        outcomes: list[Outcome] = []
+        try:
+            return self._transaction(conn, request, outcomes)
+        except sqlite3.Error as error:
+            name = _code_name(error) or ""
+            if name == "SQLITE_INTERRUPT" and time.perf_counter() - start >= request.timeout:
+                raise stopped_error("timeout", statement=len(outcomes), timeout=request.timeout,
+                                    sqlite_code=name) from None
+            if name == "SQLITE_INTERRUPT":
+                raise _MoveToThread("work" if checks > _INLINE_CHECKS else "clock") from None
+            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+                raise _MoveToThread("lock") from None
+            raise _error(error, len(outcomes), None) from None
+        finally:
+            conn.set_progress_handler(None, 0)
+            self._inline.put(conn, healthy=not conn.in_transaction)
+
+    def _transaction(self, conn: sqlite3.Connection, request: RunRequest, outcomes: list[Outcome]) -> list[Outcome]:
+        """Run the statements into `outcomes` in one transaction; on error roll back and re-raise."""
+        own_transaction = not _outside_transaction(request.statements)
         try:
             if own_transaction:
                 conn.execute("BEGIN")
@@ -120,17 +189,19 @@ class SqliteBackend:
             if own_transaction and conn.in_transaction:
                 conn.execute("ROLLBACK" if request.read_only else "COMMIT")
             return outcomes
-        except sqlite3.Error as error:
+        except sqlite3.Error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _error(error, len(outcomes), interrupt) from None
-        finally:
-            interrupt.disarm()
-            self._pool.put(conn, healthy=not conn.in_transaction)
+            raise
 
-    def _checkout(self) -> sqlite3.Connection:
+    def _remember_slow(self, key: str) -> None:
+        self._slow[key] = None
+        if len(self._slow) > _SLOW_TEXTS:
+            del self._slow[next(iter(self._slow))]
+
+    def _checkout(self, pool: Pool[sqlite3.Connection], lock_wait: float) -> sqlite3.Connection:
         try:
-            return self._pool.take() or self._connect()
+            return pool.take() or self._connect(lock_wait)
         except sqlite3.Error as error:
             raise database_error(
                 f"cannot open the SQLite database {self._path!r}: {error}", sqlite_code=_code_name(error)
@@ -157,7 +228,7 @@ class SqliteBackend:
             cursor.close()
 
     def _schema(self, table: str | None, interrupt: Interrupt) -> dict[str, Any]:
-        conn = self._checkout()
+        conn = self._checkout(self._pool, _LOCK_WAIT)
         interrupt.arm(conn.interrupt)
         try:
             conn.execute("BEGIN")
@@ -174,6 +245,7 @@ class SqliteBackend:
     def close(self) -> None:
         """Close pooled connections (and the in-memory database's anchor)."""
         self._pool.close()
+        self._inline.close()
         if self._anchor is not None:
             self._anchor.close()
 
@@ -206,9 +278,9 @@ def _code_name(error: sqlite3.Error) -> str | None:
     return getattr(error, "sqlite_errorname", None)
 
 
-def _error(error: sqlite3.Error, index: int | None, interrupt: Interrupt) -> ToolCallError:
+def _error(error: sqlite3.Error, index: int | None, interrupt: Interrupt | None) -> ToolCallError:
     name = _code_name(error) or ""
-    if name == "SQLITE_INTERRUPT" and interrupt.fired:
+    if name == "SQLITE_INTERRUPT" and interrupt is not None and interrupt.fired:
         return stopped_error(interrupt.reason, statement=index, sqlite_code=name)
     denied = name.startswith(("SQLITE_READONLY", "SQLITE_AUTH")) or "not authorized" in str(error)
     return database_error(str(error), code="denied" if denied else "execution_error", statement=index,
