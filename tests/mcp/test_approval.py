@@ -1,4 +1,9 @@
-"""Approval over MCP: elicitation where the client supports it, the console queue otherwise, never a silent yes."""
+"""Approval over MCP: elicitation where the client supports it, the console queue otherwise, never a silent yes.
+
+Elicitation is a server-to-client request, which the handshake-era protocol (what clients use today,
+`mode="legacy"` here) carries; a 2026-07-28 connection has no back-channel for it, so such a client's
+calls fall back to the queue or are denied (`test_without_elicitation_or_fallback_the_call_is_denied`).
+"""
 
 from __future__ import annotations
 
