@@ -11,9 +11,9 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp import Client
 from toolhall import Image, Toolbox, ToolCallError, ToolContext, tool
 from toolhall.mcp import build_server, serve_http
 
