@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import time
 from pathlib import Path
@@ -110,6 +111,7 @@ async def test_cancellation_from_outside_kills_the_tree(tmp_path: Path) -> None:
 async def test_no_descriptor_watch_or_zombie_is_left_behind() -> None:
     """Finished, timed-out, flooding, fed and cancelled runs leave the same fds and loop watches."""
     await _proc.run(["true"], env=ENV)
+    gc.collect()  # earlier tests' event loops close their epoll when collected, not on a schedule
     fds, watches = sorted(os.listdir("/proc/self/fd")), watched_fds()
     for _ in range(3):
         await _proc.run(["echo", "x"], env=ENV)
@@ -126,7 +128,24 @@ async def test_no_descriptor_watch_or_zombie_is_left_behind() -> None:
 @pytest.mark.anyio
 async def test_a_program_that_cannot_start_raises_oserror_and_leaks_nothing() -> None:
     """A missing program is an OSError from spawn, with no descriptor left open."""
+    await _proc.run(["true"], env=ENV)  # the shared /dev/null and the loop's epoll are opened once
+    gc.collect()
     fds = sorted(os.listdir("/proc/self/fd"))
     with pytest.raises(FileNotFoundError):
         await _proc.run(["definitely-not-a-program-5"], env=ENV)
+    assert sorted(os.listdir("/proc/self/fd")) == fds
+
+
+def test_each_event_loops_epoll_is_closed_with_the_loop() -> None:
+    """Runs under several short-lived loops (as `call_sync` makes) leave no descriptor behind."""
+
+    async def one() -> None:
+        await _proc.run(["true"], env=ENV)
+
+    asyncio.run(one())  # the shared /dev/null descriptor is opened once per process
+    gc.collect()
+    fds = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        asyncio.run(one())
+    gc.collect()
     assert sorted(os.listdir("/proc/self/fd")) == fds

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import signal
 import subprocess
@@ -26,47 +27,12 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from ._pump import HeadTail, Pump
+
 __all__ = ["Completed", "HeadTail", "Process", "descendants", "run", "run_sync", "spawn"]
 
 _F_SETPIPE_SZ = 1031
 _CHUNK = 1 << 20
-
-
-class HeadTail:
-    """Keep the first and last `cap // 2` bytes of a stream and count everything in between."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.total = 0
-        self._head = bytearray()
-        self._tail = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        """Add a chunk; memory stays bounded by `cap` whatever the stream's length."""
-        self.total += len(data)
-        room = self.cap // 2 - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if data:
-            self._tail += data
-            keep = self.cap - self.cap // 2
-            if len(self._tail) > keep:
-                del self._tail[: len(self._tail) - keep]
-
-    @property
-    def truncated(self) -> bool:
-        """Whether bytes were dropped from the middle."""
-        return self.total > len(self._head) + len(self._tail)
-
-    def render(self) -> str:
-        """The kept text, decoded leniently, with the omitted middle marked."""
-        head = bytes(self._head).decode("utf-8", errors="replace")
-        tail = bytes(self._tail).decode("utf-8", errors="replace")
-        if not self.truncated:
-            return head + tail
-        omitted = self.total - len(self._head) - len(self._tail)
-        return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,15 +171,16 @@ def _signal_all(pids: Sequence[int]) -> list[int]:
     return fds
 
 
-def _pipe(size: int) -> tuple[int, int]:
+def _pipe(size: int | None) -> tuple[int, int]:
     r, w = os.pipe2(os.O_CLOEXEC)
-    with contextlib.suppress(OSError):  # a bigger pipe means fewer wake-ups for chatty commands
-        fcntl.fcntl(r, _F_SETPIPE_SZ, size)
+    if size is not None:
+        with contextlib.suppress(OSError):  # a bigger pipe means fewer wake-ups for chatty commands
+            fcntl.fcntl(r, _F_SETPIPE_SZ, size)
     return r, w
 
 
 def spawn(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
-          stdin: bool = False, pass_fds: Sequence[int] = ()) -> Process:
+          stdin: bool = False, pass_fds: Sequence[int] = (), pipe_size: int | None = _CHUNK) -> Process:
     """Start `argv` (no shell) in a new session with piped output.
 
     Args:
@@ -222,16 +189,18 @@ def spawn(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str]
         env: The complete environment (nothing is inherited when given).
         stdin: Give the child a pipe to write to (`Process.stdin`); otherwise it reads /dev/null.
         pass_fds: Extra descriptors the child inherits.
+        pipe_size: Capacity of the output pipes, or None for the kernel's default (`run()` grows a
+            pipe only once a command proves chatty).
 
     Raises:
         OSError: The program cannot be started (not found, not executable, argument list too long).
     """
-    out_r, out_w = _pipe(_CHUNK)
-    err_r, err_w = _pipe(_CHUNK)
+    out_r, out_w = _pipe(pipe_size)
+    err_r, err_w = _pipe(pipe_size)
     in_r, in_w = os.pipe2(os.O_CLOEXEC) if stdin else (None, None)
     try:
         popen = subprocess.Popen(
-            list(argv), stdin=in_r if in_r is not None else subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+            list(argv), stdin=in_r if in_r is not None else _devnull(), stdout=out_w, stderr=err_w,
             cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True,
             pass_fds=tuple(pass_fds), close_fds=True,
         )
@@ -244,111 +213,26 @@ def spawn(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str]
         for fd in (out_w, err_w, in_r):
             if fd is not None:
                 os.close(fd)
-    for fd in (out_r, err_r, in_w):
-        if fd is not None:
-            os.set_blocking(fd, False)
-    return Process(popen=popen, pidfd=os.pidfd_open(popen.pid), stdout=out_r, stderr=err_r, stdin=in_w)
+    proc = Process(popen=popen, pidfd=-1, stdout=out_r, stderr=err_r, stdin=in_w)
+    try:
+        for fd in (out_r, err_r, in_w):
+            if fd is not None:  # our ends only, and no other status flag is set: one fcntl each
+                fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
+        proc.pidfd = os.pidfd_open(popen.pid)
+    except BaseException:
+        proc.close()  # kills and reaps the child: nothing may run without a handle on it
+        raise
+    return proc
 
 
-class _Pump:
-    """One command's event-loop plumbing: callbacks on both pipes, the pidfd and stdin; no tasks.
+@functools.cache
+def _devnull_for(pid: int) -> int:
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
-    Callbacks run inside the loop's own iteration, so a command that exits at once costs two or three
-    iterations (spawn, the wake-up that reports exit and end of file together, the return), where a task
-    per stream and a task group cost several more plus their cancel scopes.
-    """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, proc: Process, out: HeadTail, err: HeadTail,
-                 max_read_bytes: int, stdin: bytes | None) -> None:
-        self.loop, self.proc, self.max_read_bytes = loop, proc, max_read_bytes
-        self.bufs = {proc.stdout: out, proc.stderr: err}
-        self.open = set(self.bufs)  # streams not yet at end of file
-        self.events: set[str] = set()  # "exit", "output_limit", "eof" once they happened
-        self.limit_hit = False
-        self._waiter: asyncio.Future[str] | None = None
-        self._wanted: frozenset[str] = frozenset()
-        self._pending = memoryview(stdin or b"")
-        for fd in self.bufs:
-            loop.add_reader(fd, self._read, fd)
-        loop.add_reader(proc.pidfd, self._fire, "exit")
-        if proc.stdin is not None:
-            loop.add_writer(proc.stdin, self._write)
-
-    def _fire(self, event: str) -> None:
-        if event == "exit":
-            self.loop.remove_reader(self.proc.pidfd)  # level-triggered: it would fire every iteration
-        self.events.add(event)
-        if event in self._wanted:
-            self._wake(event)
-
-    def _wake(self, event: str) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(event)
-
-    def _read(self, fd: int) -> None:
-        buf = self.bufs[fd]
-        try:
-            chunk = os.read(fd, _CHUNK if buf.total else 65536)  # small first read: most output is short
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.loop.remove_reader(fd)
-            self.open.discard(fd)
-            if not self.open:
-                self._fire("eof")
-            return
-        buf.feed(chunk)
-        if not self.limit_hit and sum(b.total for b in self.bufs.values()) >= self.max_read_bytes:
-            self.limit_hit = True
-            self._fire("output_limit")
-
-    def _write(self) -> None:
-        fd = self.proc.stdin
-        assert fd is not None
-        try:
-            while self._pending:
-                self._pending = self._pending[os.write(fd, self._pending[:65536]):]
-        except BlockingIOError:
-            return  # the pipe is full: called again when the command has read some
-        except OSError:
-            pass  # the command stopped reading (EPIPE): that is its business
-        self._close_stdin()
-
-    def _close_stdin(self) -> None:
-        if self.proc.stdin is not None:
-            self.loop.remove_writer(self.proc.stdin)
-            os.close(self.proc.stdin)
-            self.proc.stdin = None
-
-    async def until(self, wanted: frozenset[str], deadline: float | None) -> str | None:
-        """The first of `wanted` to happen (or to have happened), or None once `deadline` (loop time) passes."""
-        for event in ("exit", "output_limit", "eof"):
-            if event in wanted and event in self.events:
-                return event
-        if deadline is not None and deadline <= self.loop.time():
-            return None
-        self._waiter, self._wanted = self.loop.create_future(), wanted
-        timer = self.loop.call_at(deadline, self._wake, "") if deadline is not None else None
-        try:
-            return await self._waiter or None
-        finally:
-            self._waiter, self._wanted = None, frozenset()
-            if timer is not None:
-                timer.cancel()
-
-    def forget_exit(self) -> None:
-        """Stop watching the leader's pidfd (before `kill_tree`, which waits on pidfds of its own)."""
-        self.loop.remove_reader(self.proc.pidfd)
-
-    def detach(self) -> None:
-        """Unregister every callback (idempotent); descriptors are closed by `Process.close()`."""
-        for fd in self.open:
-            self.loop.remove_reader(fd)
-        self.open.clear()
-        self.forget_exit()
-        self._close_stdin()
+def _devnull() -> int:
+    """A /dev/null descriptor kept open for every child's stdin (one per process: fork-safe by pid)."""
+    return _devnull_for(os.getpid())
 
 
 async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
@@ -376,8 +260,8 @@ async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, 
     start = time.perf_counter()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout if timeout else None
-    proc = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None, pass_fds=pass_fds)
-    pump = _Pump(loop, proc, HeadTail(max_output_bytes), HeadTail(max_output_bytes), max_read_bytes, stdin)
+    proc = spawn(argv, cwd=cwd, env=env, stdin=stdin is not None, pass_fds=pass_fds, pipe_size=None)
+    pump = Pump(proc, HeadTail(max_output_bytes), HeadTail(max_output_bytes), max_read_bytes, stdin)
     returncode: int | None = None
     kill_ms: float | None = None
     try:
@@ -402,7 +286,7 @@ async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, 
     return _completed(pump, returncode, killed_by, start, kill_ms)
 
 
-def _completed(pump: _Pump, rc: int | None, killed_by: str | None, start: float,
+def _completed(pump: Pump, rc: int | None, killed_by: str | None, start: float,
                kill_ms: float | None) -> Completed:
     out, err = pump.bufs[pump.proc.stdout], pump.bufs[pump.proc.stderr]
     sig = None

@@ -59,6 +59,9 @@ _ENV_DENIED = re.compile(
 )
 _MAX_ARG = 128 * 1024  # the kernel's MAX_ARG_STRLEN: one longer argument makes execve fail with E2BIG
 _MAX_ARGV = 1 << 20
+# Programs already found on SAFE_PATH. Only hits are remembered (one installed later is found then);
+# one removed since fails at exec instead, with the system's own "No such file" message.
+_FOUND: set[str] = set()
 Isolation = Literal["auto", "bwrap", "landlock", "none"]
 
 
@@ -298,9 +301,12 @@ def _check_argv(argv: Sequence[str]) -> None:
 def _check_program(cfg: _Config, program: str, workdir: Path) -> None:
     """Fail early with a clear message; the sandbox would only say `execvp: No such file`."""
     if "/" not in program:
+        if program in _FOUND:  # the exec searches PATH itself; this check only words the common error
+            return
         if shutil.which(program, path=SAFE_PATH) is None:
             raise ToolCallError(f"command not found: {program!r} (searched {SAFE_PATH})",
                                 code="execution_error", details={"reason": "command_not_found"})
+        _FOUND.add(program)
         return
     path = Path(program) if program.startswith("/") else workdir / program
     inside = cfg.ws.root == path or cfg.ws.root in path.parents
