@@ -52,16 +52,6 @@ def file_lock(path: Path, *, shared: bool) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return "[" + ",".join(value) + "]"
-    return value
-
-
 class GraphDB:
     """The database file of one workspace graph, with limits applied to every handle."""
 
@@ -97,6 +87,8 @@ class GraphDB:
                 conn = _ladybug().Connection(db)
                 for statement in ddl():
                     conn.execute(statement)
+                # One checkpoint at the end, not one per COPY (measured 5.2 s -> 3.3 s of COPY here).
+                conn.execute("CALL auto_checkpoint=false")
                 self._copy_nodes(conn, stage, nodes)
                 self._copy_edges(conn, stage, edges)
                 self._write_meta(conn, meta, fresh=True)
@@ -109,8 +101,10 @@ class GraphDB:
             _remove(tmp)
 
     def _copy_nodes(self, conn: Any, stage: Path, nodes: dict[NodeKey, tuple[Any, ...]]) -> None:
-        for label in NODE_COLUMNS:
-            rows = [(key[1], *props) for key, props in nodes.items() if key[0] == label]
+        groups: dict[str, list[tuple[Any, ...]]] = {label: [] for label in NODE_COLUMNS}
+        for (label, node_id), props in nodes.items():
+            groups[label].append((node_id, *props))
+        for label, rows in groups.items():
             if rows:
                 path = _stage(stage, label, rows)
                 conn.execute(f"COPY {label} FROM '{path}' (header=false)")
@@ -120,7 +114,8 @@ class GraphDB:
         for rel, src_label, src, dst_label, dst, props in edges:
             groups.setdefault((rel, src_label, dst_label), []).append((src, dst, *props))
         for (rel, src_label, dst_label), rows in sorted(groups.items()):
-            path = _stage(stage, f"{rel}_{src_label}_{dst_label}", rows)
+            lists = [2 + i for i, (_, kind) in enumerate(REL_PROPS[rel]) if kind.endswith("[]")]
+            path = _stage(stage, f"{rel}_{src_label}_{dst_label}", rows, lists)
             conn.execute(f"COPY {rel} FROM '{path}' (from='{src_label}', to='{dst_label}', header=false)")
 
     def _write_meta(self, conn: Any, meta: dict[str, str], *, fresh: bool) -> None:
@@ -250,11 +245,17 @@ def _edge_match(edge: Edge) -> tuple[str, dict[str, Any]]:
     return query, {"s": src, "d": dst, **_rel_params(rel, props)}
 
 
-def _stage(stage: Path, name: str, rows: list[tuple[Any, ...]]) -> str:
+def _stage(stage: Path, name: str, rows: list[tuple[Any, ...]], lists: list[int] | None = None) -> str:
+    """Write rows as CSV for COPY FROM; returns the path quoted for a Cypher string literal.
+
+    The csv module already writes what the engine reads (None as an empty field, which loads as NULL;
+    booleans as True/False), so only list columns need converting, to the engine's `[a,b]` literal.
+    """
+    if lists:
+        rows = [tuple(f"[{','.join(v)}]" if i in lists else v for i, v in enumerate(row)) for row in rows]
     path = stage / f"{name}.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerows([_csv_value(v) for v in row] for row in rows)
+        csv.writer(handle).writerows(rows)
     return str(path).replace("\\", "\\\\").replace("'", "\\'")
 
 
