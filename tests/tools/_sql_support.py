@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from toolhall import Toolbox, ToolCallError
+from toolhall.tools import sql
 from toolhall.tools._sql_base import Backend, Outcome, RunRequest, parse_url
 from toolhall.tools._sql_guard import analyse
 
@@ -16,6 +17,13 @@ from toolhall.tools._sql_guard import analyse
 def query(tb: Toolbox, text: str, **args: Any) -> Any:
     """`sql_query` through the public API."""
     return tb.call_sync("sql_query", {"sql": text, **args})
+
+
+def assert_denied_and_unchanged(url: str, text: str, *, admin_url: str, check: str, rows: list[list[Any]]) -> None:
+    """`text` is denied in read-only mode at `url`, and `check` (run by the admin) still returns `rows`."""
+    result = query(sql.toolbox(url=url), text)
+    assert not result.ok and result.error.code == "denied", result.error
+    assert query(sql.toolbox(url=admin_url), check).data["rows"] == rows
 
 
 @contextmanager
@@ -46,4 +54,4 @@ def refusal(backend: Backend, text: str) -> ToolCallError:
     raise AssertionError(f"the database ran {text!r} in read-only mode")
 
 
-__all__ = ["parse_url", "query", "read_only_backend", "refusal", "run_direct"]
+__all__ = ["assert_denied_and_unchanged", "parse_url", "query", "read_only_backend", "refusal", "run_direct"]

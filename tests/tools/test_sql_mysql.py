@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests._services import require_mysql
-from tests.tools._sql_support import query, read_only_backend, refusal
+from tests.tools._sql_support import assert_denied_and_unchanged, query, read_only_backend, refusal
 from toolhall.tools import sql
 
 pymysql = pytest.importorskip("pymysql")
@@ -112,10 +112,8 @@ def test_params_are_escaped(my: My) -> None:
 @pytest.mark.parametrize("who", ["reader", "root"])
 def test_read_only_refuses_every_write_trick(my: My, statement: str, who: str) -> None:
     """In read-only mode each write is denied (for root too) and the table is unchanged."""
-    url = my.reader_url if who == "reader" else my.admin_url
-    result = query(sql.toolbox(url=url), statement.format(t=my.table))
-    assert not result.ok and result.error.code == "denied", result.error
-    assert query(sql.toolbox(url=my.admin_url), f"SELECT count(*) FROM {my.table}").data["rows"] == [[2]]
+    assert_denied_and_unchanged(my.reader_url if who == "reader" else my.admin_url, statement.format(t=my.table),
+                                admin_url=my.admin_url, check=f"SELECT count(*) FROM {my.table}", rows=[[2]])
 
 
 def test_the_database_refuses_a_write_that_passes_the_guard(my: My) -> None:

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests._services import require_postgres
-from tests.tools._sql_support import query, read_only_backend, refusal, run_direct
+from tests.tools._sql_support import assert_denied_and_unchanged, query, read_only_backend, refusal, run_direct
 from toolhall.tools import sql
 
 psycopg = pytest.importorskip("psycopg")
@@ -141,11 +141,9 @@ def test_params_are_bound_by_the_server(pg: Pg) -> None:
 @pytest.mark.parametrize("who", ["reader", "superuser"])
 def test_read_only_refuses_every_write_trick(pg: Pg, statement: str, who: str) -> None:
     """In read-only mode each write is denied (for the superuser too) and the table is unchanged."""
-    url = pg.reader_url if who == "reader" else pg.admin_url
-    result = query(sql.toolbox(url=url), statement.format(t=pg.table))
-    assert not result.ok and result.error.code == "denied", result.error
-    count = query(sql.toolbox(url=pg.admin_url), f"SELECT count(*), min(name) FROM {pg.table}")
-    assert count.data["rows"] == [[2, "ada"]]
+    assert_denied_and_unchanged(pg.reader_url if who == "reader" else pg.admin_url, statement.format(t=pg.table),
+                                admin_url=pg.admin_url, check=f"SELECT count(*), min(name) FROM {pg.table}",
+                                rows=[[2, "ada"]])
 
 
 def test_the_database_refuses_a_write_that_passes_the_guard(pg: Pg) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "Params",
     "Pool",
     "RunRequest",
+    "ServerBackend",
     "database_error",
     "in_thread",
     "parse_url",
@@ -252,6 +253,30 @@ class Pool(Generic[C]):
             self.discard(conn)
 
 
+class ServerBackend(Generic[C]):
+    """What the PostgreSQL and MySQL backends share: the URL, the mode, idle connections, the grace period."""
+
+    pyformat = True
+    grace = 2.0
+    """The server's own time limit fires first (its error is the better report); the client cancels this many
+    seconds later only if the server has not answered."""
+    server = "the database"
+    """The server's name in messages."""
+
+    def __init__(self, url: DatabaseURL, mode: Mode, close: Callable[[C], None]) -> None:
+        self._url = url
+        self._read_only = mode == "read_only"
+        self._pool: Pool[C] = Pool(close)
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._pool.close()
+
+    def _cannot_connect(self, error: Exception, **details: Any) -> ToolCallError:
+        return database_error(f"cannot connect to {self.server} at {self._url.safe}: {error}", reason="connect",
+                              **details)
+
+
 class Backend(Protocol):
     """One database: runs statements in a transaction and describes its schema.
 
@@ -307,7 +332,7 @@ def stopped_error(
     reason: Literal["timeout", "cancelled"] | None, *, statement: int | None = None, timeout: float | None = None,
     said: str | None = None, **details: Any,
 ) -> ToolCallError:
-    """The error for a statement stopped on the server: `cancelled` when the caller gave up, else `timeout`.
+    """The error for a statement stopped in the database: `cancelled` when the caller gave up, else `timeout`.
 
     Args:
         reason: Why the client stopped it (None: the server's own time limit did).
@@ -317,11 +342,11 @@ def stopped_error(
         **details: The driver's error code (sqlstate, errno, sqlite_code).
     """
     if reason == "cancelled":
-        return database_error("the statement was cancelled on the server", code="cancelled", statement=statement,
-                              **details)
+        return database_error("the statement was cancelled in the database", code="cancelled",
+                              statement=statement, **details)
     limit = f" of {timeout:g} s" if timeout is not None else ""
     note = f" ({said})" if said else ""
-    return database_error(f"the statement ran past its time limit{limit} and was cancelled on the server{note}",
+    return database_error(f"the statement ran past its time limit{limit} and was cancelled in the database{note}",
                           code="timeout", statement=statement, timeout=timeout, **details)
 
 

@@ -26,8 +26,8 @@ from ._sql_base import (
     Interrupt,
     Mode,
     Outcome,
-    Pool,
     RunRequest,
+    ServerBackend,
     database_error,
     in_thread,
     stopped_error,
@@ -57,17 +57,14 @@ class _Conn:
     dead: bool = False
 
 
-class MysqlBackend:
+class MysqlBackend(ServerBackend[_Conn]):
     """MySQL or MariaDB through PyMySQL (blocking connections, each call in a worker thread)."""
 
     dialect: Dialect = "mysql"
-    pyformat = True
-    grace = 2.0  # the server's own limit fires first; the client cancels only if the server does not answer
+    server = "MySQL"
 
     def __init__(self, url: DatabaseURL, mode: Mode) -> None:
-        self._url = url
-        self._read_only = mode == "read_only"
-        self._pool: Pool[_Conn] = Pool(lambda c: c.db.close())
+        super().__init__(url, mode, lambda c: c.db.close())
         self._mariadb: bool | None = None
         self._side: pymysql.connections.Connection[Any] | None = None
         self._side_lock = threading.Lock()
@@ -92,8 +89,7 @@ class MysqlBackend:
         try:
             return self._pool.take() or self._connect()
         except pymysql.MySQLError as error:
-            raise database_error(f"cannot connect to MySQL at {self._url.safe}: {error}",
-                                 errno=_errno(error), reason="connect") from None
+            raise self._cannot_connect(error, errno=_errno(error)) from None
 
     def _set_timeout(self, conn: _Conn, seconds: float) -> None:
         if conn.timeout != seconds:
@@ -213,7 +209,7 @@ class MysqlBackend:
 
     def close(self) -> None:
         """Close pooled connections and the side connection."""
-        self._pool.close()
+        super().close()
         with self._side_lock:
             side, self._side = self._side, None
         if side is not None:

@@ -22,7 +22,7 @@ from psycopg.generators import fetch
 
 from .._codes import ErrorCode
 from .._errors import ToolCallError
-from ._sql_base import Column, DatabaseURL, Mode, Outcome, Pool, RunRequest, database_error, stopped_error
+from ._sql_base import Column, DatabaseURL, Mode, Outcome, RunRequest, ServerBackend, database_error, stopped_error
 from ._sql_guard import Dialect, Statement
 from ._sql_pgschema import describe, diagnose_role
 from ._sql_values import row_to_json
@@ -82,19 +82,16 @@ class _Conn:
         return self.pg.info.parameter_status("default_transaction_read_only") == "on"
 
 
-class PostgresBackend:
+class PostgresBackend(ServerBackend[_Conn]):
     """PostgreSQL through psycopg 3 (asyncio connections, used on the caller's event loop)."""
 
     dialect: Dialect = "postgres"
-    pyformat = True
-    grace = 2.0  # the server's own limit fires first; the client cancels only if the server does not answer
+    server = "PostgreSQL"
 
     def __init__(self, url: DatabaseURL, mode: Mode) -> None:
-        self._url = url
-        self._read_only = mode == "read_only"
         # Idle connections outlive the event loop that opened them (call_sync runs a loop per call): psycopg
         # binds a connection to no loop while nobody waits on its lock, and the pool hands one to one call.
-        self._pool: Pool[_Conn] = Pool(_finish)
+        super().__init__(url, mode, _finish)
 
     async def run(self, request: RunRequest) -> list[Outcome]:
         """Run the statements in one transaction (rolled back in read-only mode and on error)."""
@@ -123,10 +120,6 @@ class PostgresBackend:
         finally:
             self._release(conn)
 
-    def close(self) -> None:
-        """Close pooled connections."""
-        self._pool.close()
-
     async def _checkout(self) -> _Conn:
         conn = self._pool.take()
         if conn is not None:
@@ -137,8 +130,7 @@ class PostgresBackend:
                 cursor_factory=_StreamCursor,
             )
         except psycopg.Error as error:
-            raise database_error(f"cannot connect to PostgreSQL at {self._url.safe}: {error}",
-                                 sqlstate=error.sqlstate, reason="connect") from None
+            raise self._cannot_connect(error, sqlstate=error.sqlstate) from None
         # Always autocommit: a lone statement is its own transaction (one round trip); batches say BEGIN.
         conn = _Conn(pg, pg.pgconn.get_cancel())
         if self._read_only:
