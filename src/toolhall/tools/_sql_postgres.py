@@ -36,6 +36,10 @@ _IDLE, _INERROR = pq.TransactionStatus.IDLE, pq.TransactionStatus.INERROR
 T = TypeVar("T")
 
 
+if not callable(getattr(psycopg.AsyncCursor, "_stream_fetchone_gen", None)):  # pragma: no cover - a future psycopg
+    raise ImportError(f"psycopg {psycopg.__version__} is not supported: toolhall needs psycopg>=3.2,<3.4")
+
+
 class _StreamCursor(psycopg.AsyncCursor[tuple[Any, ...]]):
     """`stream()` that keeps the closing result, so empty results have columns and writes a row count.
 
