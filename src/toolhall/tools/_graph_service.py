@@ -8,16 +8,18 @@ the file a reader has open (see `_graph_store`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gc
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import ToolCallError
 from ._graph_guard import check_query, dialect_hint
@@ -31,6 +33,7 @@ from ._graph_tables import NODE_COLUMNS, SCHEMA_VERSION
 __all__ = ["CodeGraph", "GraphOptions", "QueryOutcome", "code_graph"]
 
 _MIN_BULK_ROWS = 5000
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,11 +151,17 @@ class CodeGraph:
     ) -> None:
         """Write the graph, then the cache (whose token then matches the graph's)."""
         if stats.mode == "full":
-            with phase(stats, "write"):
-                index.materialize()
-                self.db.build(index.all_nodes(), list(index.all_edges()), meta)
-            with phase(stats, "cache"):
-                self.state.save_full(index, meta)
+            index.materialize()
+            with phase(stats, "write"), ThreadPoolExecutor(1, thread_name_prefix="toolhall-graph-cache") as pool:
+                # The cache is written beside the bulk load (COPY runs without the GIL), swapped in after it.
+                cache = pool.submit(self._timed, stats, "cache", self.state.prepare_full, index, meta)
+                try:
+                    self.db.build(index.all_nodes(), list(index.all_edges()), meta)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        cache.result().unlink(missing_ok=True)
+                    raise
+                self.state.swap_in(cache.result(), index)
         elif stats.mode == "incremental":
             with phase(stats, "write"):
                 self.db.apply(delta, meta)
@@ -163,6 +172,11 @@ class CodeGraph:
                 self.state.save_changes(index, *moved, None)
         if stats.mode != "unchanged":
             self._token = meta["token"]
+
+    @staticmethod
+    def _timed(stats: IndexStats, name: str, fn: Callable[..., _R], *args: Any) -> _R:
+        with phase(stats, name):
+            return fn(*args)
 
     def _ensure_loaded(self) -> bool:
         """Make sure the index matches the stored graph (resuming from the cache); True: build in full."""

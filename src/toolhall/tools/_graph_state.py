@@ -137,8 +137,11 @@ class StateStore:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def save_full(self, index: GraphIndex, meta: dict[str, str]) -> None:
-        """Write the whole (complete, in-memory) index to a new file and swap it in."""
+    def prepare_full(self, index: GraphIndex, meta: dict[str, str]) -> Path:
+        """Write the whole (complete, in-memory) index to a new file beside the cache; `swap_in` it after.
+
+        Runs beside the database build (whose COPY releases the GIL), so it is kept free of shared state.
+        """
         assert index.source is None, "materialize() a resumed index before a full save"
         tmp = self.path.with_name(self.path.name + ".new")
         tmp.unlink(missing_ok=True)
@@ -150,21 +153,33 @@ class StateStore:
             conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)", (
                 (p, r.sha, r.mtime_ns, r.size, r.errors, _entry(r.facts, r.result))
                 for p, r in index.files.items() if r.facts is not None and r.result is not None))
+            # Sorted rows append to the primary-key B-trees instead of splitting pages all over them.
             conn.executemany("INSERT INTO deps VALUES (?, ?)",
-                             ((k, p) for k, users in index.dependents.data.items() for p in users))
-            conn.executemany("INSERT INTO names VALUES (?, ?, ?)", (
+                             sorted((k, p) for k, users in index.dependents.data.items() for p in users))
+            conn.executemany("INSERT INTO names VALUES (?, ?, ?)", sorted(
                 (n, p, marshal.dumps(ids)) for n, owners in index.names.data.items() for p, ids in owners.items()))
             conn.executemany("INSERT INTO refs VALUES (?, ?, ?)",
                              ((label, i, c) for (label, i), c in index.refs.items() if c > 0))
             conn.execute("COMMIT")
-        finally:
+        except BaseException:
             conn.close()
+            tmp.unlink(missing_ok=True)
+            raise
+        conn.close()
+        return tmp
+
+    def swap_in(self, tmp: Path, index: GraphIndex) -> None:
+        """Make a prepared file the cache (after the database it describes was swapped in)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
             os.replace(tmp, self.path)
         index.journal.clear()
+
+    def save_full(self, index: GraphIndex, meta: dict[str, str]) -> None:
+        """Write the whole index anew (`prepare_full` then `swap_in`)."""
+        self.swap_in(self.prepare_full(index, meta), index)
 
     def save_changes(
         self, index: GraphIndex, changed: Iterable[str], removed: Iterable[str], meta: dict[str, str] | None
