@@ -309,3 +309,15 @@ def test_a_lock_held_elsewhere_is_waited_for_off_the_loop(db: Path) -> None:
     assert result.ok and result.data["rows_affected"] == 1, result.error
     assert ticks >= 3, f"the loop ticked only {ticks} times while the call waited {result.duration_ms} ms"
     assert query(tb, "SELECT name FROM customers WHERE id = 3").data["rows"] == [["eve"]]
+
+
+def test_diagnose_names_a_memory_or_missing_database(tmp_path: Path) -> None:
+    """doctor's check for SQLite: a memory database and a missing file are named."""
+    assert "in memory" in sql.diagnose("sqlite://")[0]
+    assert "absent.db" in sql.diagnose(url(tmp_path / "absent.db"))[0]
+
+
+@pytest.mark.anyio
+async def test_diagnose_is_callable_from_inside_an_event_loop(db: Path) -> None:
+    """diagnose() is synchronous, yet works where a loop is already running (doctor inside a server)."""
+    assert sql.diagnose(url(db)) == []

@@ -82,7 +82,7 @@ class SqliteBackend:
         # Inline calls never wait for a lock (that would block the loop); threaded calls wait up to _LOCK_WAIT.
         self._inline: Pool[sqlite3.Connection] = Pool(sqlite3.Connection.close)
         self._pool: Pool[sqlite3.Connection] = Pool(sqlite3.Connection.close)
-        self._slow: dict[str, None] = {}  # insertion-ordered: the oldest is forgotten first
+        self._slow: set[str] = set()  # texts that ran past the inline budget
 
     def _connect(self, lock_wait: float) -> sqlite3.Connection:
         conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False, timeout=lock_wait)
@@ -195,9 +195,9 @@ class SqliteBackend:
             raise
 
     def _remember_slow(self, key: str) -> None:
-        self._slow[key] = None
-        if len(self._slow) > _SLOW_TEXTS:
-            del self._slow[next(iter(self._slow))]
+        if len(self._slow) >= _SLOW_TEXTS:
+            self._slow.clear()  # start over rather than track age (calls may come from several threads)
+        self._slow.add(key)
 
     def _checkout(self, pool: Pool[sqlite3.Connection], lock_wait: float) -> sqlite3.Connection:
         try:
