@@ -1,22 +1,22 @@
 """`PostgresLog`: the same store in PostgreSQL, over psycopg 3 with a connection pool.
 
 psycopg is imported when a `PostgresLog` is created (it is the optional `toolhall[postgres]` extra).
-The group-commit writer thread keeps one connection of its own and sends each batch with `executemany`
-(pipelined by psycopg) in one transaction; queries, state and approvals borrow from the pool.
+The group-commit writer thread keeps one connection of its own and sends each batch as one round trip: the
+new rows (upserts), the later writes (narrow updates) and the commit, in a pipeline. Queries, state and
+approvals borrow from the pool.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
 from .._redact import Redactor
+from ._callwrites import RowPlan
 from ._migrations import MIGRATIONS, MIGRATIONS_TABLE, Dialect
-from ._rows import CALL_COLUMNS
-from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, UPSERT_CALL, SqlLogBase, wrap_error
+from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, UPDATE_CALL, UPSERT_CALL, SqlLogBase, wrap_error
 
 if TYPE_CHECKING:
     import psycopg
@@ -27,21 +27,29 @@ __all__ = ["PostgresLog"]
 _MIGRATION_LOCK = 0x746F6F6C68616C6C  # "toolhall": serialises migrations across processes
 
 
-_CHUNK = 1000  # rows per statement: 21 parameters each stays under PostgreSQL's 65,535
-
-
 def _pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-@functools.lru_cache(maxsize=64)
-def _multi_upsert(count: int) -> str:
-    one = "(" + ", ".join(["%s"] * len(CALL_COLUMNS)) + ")"
-    updates = ", ".join(f"{c} = excluded.{c}" for c in CALL_COLUMNS[1:])
-    return (
-        f"INSERT INTO toolhall_calls ({', '.join(CALL_COLUMNS)}) VALUES {', '.join([one] * count)} "
-        f"ON CONFLICT (id) DO UPDATE SET {updates}"
-    )
+_UPSERT = _pg(UPSERT_CALL)
+_UPDATE = _pg(UPDATE_CALL)
+_FEW = 4  # rows sent as single statements rather than by executemany
+
+
+def _send(conn: psycopg.Connection[Any], sql: str, rows: Sequence[tuple[Any, ...]]) -> list[psycopg.Cursor[Any]]:
+    """Queue rows in the connection's pipeline; returns the cursors (their rowcounts are known after the sync).
+
+    Measured against one multi-row statement (per batch size, or over arrays with `unnest`): `executemany`
+    costs the least CPU per row for batches (psycopg dumps scalars in C but arrays in Python), while a row
+    or two go quicker as plain `execute`s (executemany's own set-up costs more than it saves there).
+    """
+    if not rows:
+        return []
+    if len(rows) > _FEW:
+        cursor = conn.cursor()
+        cursor.executemany(sql, rows)
+        return [cursor]
+    return [conn.execute(sql, row) for row in rows]
 
 
 class PostgresLog(SqlLogBase):
@@ -115,32 +123,36 @@ class PostgresLog(SqlLogBase):
     def _ts_out(self, value: Any) -> Any:
         return value
 
-    def _run_batch(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _write_plan(self, plan: RowPlan) -> None:
         psycopg = self._psycopg
         with self._writer_lock:
-            if self._writer_conn is None or self._writer_conn.closed:
-                self._writer_conn = psycopg.connect(self.dsn)
-                # The row must survive *our* process crashing, which it does once the server has it;
-                # waiting for the server's fsync as well would cost milliseconds per commit.
-                self._writer_conn.execute("SET synchronous_commit = off")
-                self._writer_conn.commit()
-            conn = self._writer_conn
+            conn = self._connection()
             try:
-                with conn.cursor() as cur:
-                    if sql == UPSERT_CALL:
-                        # One multi-row statement per chunk: far fewer round trips than executemany.
-                        for start in range(0, len(rows), _CHUNK):
-                            chunk = rows[start : start + _CHUNK]
-                            cur.execute(_multi_upsert(len(chunk)), [v for row in chunk for v in row])
-                    else:
-                        cur.executemany(_pg(sql), rows)
-                conn.commit()
+                # One round trip: every row and the commit go out in a pipeline.
+                with conn.pipeline():
+                    _send(conn, _UPSERT, plan.inserts)
+                    updated = _send(conn, _UPDATE, plan.updates)
+                    conn.commit()
+                if sum(cur.rowcount for cur in updated) < len(plan.updates):
+                    # A row nobody inserted (its commit failed): write the whole rows.
+                    with conn.pipeline():
+                        _send(conn, _UPSERT, plan.fallback(self._codec))
+                        conn.commit()
             except psycopg.Error:
                 try:
                     conn.rollback()
                 except psycopg.Error:  # a dead connection: the next batch reconnects
                     conn.close()
                 raise
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._writer_conn is None or self._writer_conn.closed:
+            self._writer_conn = self._psycopg.connect(self.dsn)
+            # The row must survive *our* process crashing, which it does once the server has it;
+            # waiting for the server's fsync as well would cost milliseconds per commit.
+            self._writer_conn.execute("SET synchronous_commit = off")
+            self._writer_conn.commit()
+        return self._writer_conn
 
     def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:

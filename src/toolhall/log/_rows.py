@@ -13,6 +13,7 @@ from ._record import CallRecord, PendingApproval
 __all__ = [
     "APPROVAL_COLUMNS",
     "CALL_COLUMNS",
+    "UPDATE_COLUMNS",
     "RowCodec",
     "cap_text",
     "to_json",
@@ -23,6 +24,12 @@ CALL_COLUMNS = (
     "output", "data", "error_code", "error_message", "error_details", "approval", "started_at", "ended_at",
     "duration_ms", "truncated", "output_chars",
 )  # fmt: skip
+
+UPDATE_COLUMNS = (
+    "status", "output", "data", "error_code", "error_message", "error_details", "approval", "ended_at", "duration_ms",
+    "truncated", "output_chars",
+)  # fmt: skip
+"""The columns a call's later writes change; the others are fixed when its row is inserted."""
 
 APPROVAL_COLUMNS = (
     "call_id", "session_id", "tool", "arguments", "subjects", "annotations", "reason", "requested_at",
@@ -76,48 +83,47 @@ class RowCodec:
         self.cap = max_output_bytes
         self.ts_in = ts_in
         self.ts_out = ts_out
-        # A call's input is written twice (start, end); keep its redacted form between the two writes.
-        self._inflight: dict[str, tuple[int, str | None]] = {}
 
     def call_row(self, record: CallRecord) -> tuple[Any, ...]:
-        """The row for a record: redacted input, output and data; output capped."""
+        """The whole row for a record (`CALL_COLUMNS` order): redacted input, output and data; output capped."""
+        output, data, message, details, truncated = self._outcome(record)
+        subjects, ended = record.subjects, record.ended_at
+        return (
+            record.id, record.parent_id, record.session_id, record.worker, record.role, record.tool,
+            record.tool_version, record.status, to_json(self.redactor.value(record.input)),
+            to_json(list(subjects)) if subjects else None, output, data, record.error_code, message, details,
+            record.approval, self.ts_in(record.started_at), self.ts_in(ended) if ended is not None else None,
+            record.duration_ms, truncated, record.output_chars,
+        )  # fmt: skip
+
+    def finish_row(self, record: CallRecord) -> tuple[Any, ...]:
+        """What a later write of a call changes (`UPDATE_COLUMNS` order), then the id."""
+        output, data, message, details, truncated = self._outcome(record)
+        ended = record.ended_at
+        return (
+            record.status, output, data, record.error_code, message, details, record.approval,
+            self.ts_in(ended) if ended is not None else None, record.duration_ms, truncated, record.output_chars,
+            record.id,
+        )  # fmt: skip
+
+    def _outcome(self, record: CallRecord) -> tuple[str | None, str | None, str | None, str | None, bool]:
+        """Output, data (JSON), error message, error details (JSON): redacted and capped; and the truncated flag."""
         redact = self.redactor
-        input_json = self._input_json(record)
-        output, truncated = record.output, record.truncated
-        if output is not None:
+        output, truncated = record.output, bool(record.truncated)
+        if output:
             output, cut = cap_text(redact.text(output), self.cap)
             truncated = truncated or cut
         data_json = None
         if record.data is not None:
             data_json = to_json(redact.value(record.data))
             if data_json is not None and len(data_json) > self.cap // 4:
-                capped, cut = cap_text(data_json, self.cap)
+                _, cut = cap_text(data_json, self.cap)
                 if cut:  # cut JSON would not parse: keep a marker instead
                     data_json = to_json({"truncated": True, "bytes": len(data_json.encode("utf-8", "replace"))})
                     truncated = True
-        details = redact.value(record.error_details) if record.error_details else None
+        details = to_json(redact.value(record.error_details)) if record.error_details else None
         message = redact.text(record.error_message) if record.error_message else record.error_message
-        return (
-            record.id, record.parent_id, record.session_id, record.worker, record.role, record.tool,
-            record.tool_version, record.status, input_json, to_json(list(record.subjects)) if record.subjects else None,
-            output, data_json, record.error_code, message, to_json(details), record.approval,
-            self.ts_in(record.started_at), self.ts_in(record.ended_at), record.duration_ms, bool(truncated),
-            record.output_chars,
-        )  # fmt: skip
-
-    def _input_json(self, record: CallRecord) -> str | None:
-        cached = self._inflight.get(record.id)
-        if cached is not None and cached[0] == id(record.input):
-            text = cached[1]
-        else:
-            text = to_json(self.redactor.value(record.input))
-        if record.status in ("pending", "running"):
-            if len(self._inflight) > 100_000:  # calls that never finished (a crash): forget them
-                self._inflight.clear()
-            self._inflight[record.id] = (id(record.input), text)
-        else:
-            self._inflight.pop(record.id, None)
-        return text
+        return output, data_json, message, details, truncated
 
     def call_from_row(self, row: Sequence[Any]) -> CallRecord:
         """A record from a row in `CALL_COLUMNS` order."""

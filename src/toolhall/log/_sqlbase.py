@@ -1,7 +1,7 @@
 """What the SQLite and PostgreSQL stores share: group-commit writes, queries, state and approvals.
 
-Subclasses provide the connection handling (`_run_batch`, `_fetch`, `_change`) and the timestamp
-conversion; every statement here is written once with `?` placeholders and translated for the dialect.
+Subclasses provide the connection handling (`_write_plan`, `_commit_inline`, `_fetch`, `_change`) and the
+timestamp conversion; every statement here is written once with `?` placeholders and translated for the dialect.
 """
 
 from __future__ import annotations
@@ -18,12 +18,21 @@ import anyio.to_thread
 
 from .._errors import LogStoreError
 from .._redact import Redactor
+from ._callwrites import CallWrites
 from ._migrations import Dialect
 from ._record import CALL_STATUSES, ApprovalDecision, ApprovalScope, CallRecord, CallStatus, PendingApproval
-from ._rows import APPROVAL_COLUMNS, CALL_COLUMNS, RowCodec, utc_now
-from ._writer import GroupCommitWriter, ThreadWaker, report_failure, report_recovery
+from ._rows import APPROVAL_COLUMNS, CALL_COLUMNS, UPDATE_COLUMNS, RowCodec, utc_now
+from ._writer import ThreadWaker
 
-__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "UPSERT_CALL", "SqlLogBase", "check_limit", "cutoff", "wrap_error"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "UPDATE_CALL",
+    "UPSERT_CALL",
+    "SqlLogBase",
+    "check_limit",
+    "cutoff",
+    "wrap_error",
+]
 
 DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 """The default cap on a stored output: 10 MB."""
@@ -34,6 +43,8 @@ UPSERT_CALL = (
     f"INSERT INTO toolhall_calls ({', '.join(CALL_COLUMNS)}) VALUES ({', '.join('?' * len(CALL_COLUMNS))}) "
     f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in CALL_COLUMNS[1:])}"
 )
+UPDATE_CALL = f"UPDATE toolhall_calls SET {', '.join(f'{c} = ?' for c in UPDATE_COLUMNS)} WHERE id = ?"
+"""A call's later write: only the columns that change, found by id."""
 _SELECT_CALLS = f"SELECT {', '.join(CALL_COLUMNS)} FROM toolhall_calls"
 _SELECT_APPROVALS = f"SELECT {', '.join(APPROVAL_COLUMNS)} FROM toolhall_approvals"
 
@@ -55,7 +66,7 @@ def check_limit(limit: int | None) -> None:
         raise ValueError(f"limit must be a positive integer or None; got {limit!r}")
 
 
-class SqlLogBase:
+class SqlLogBase(CallWrites):
     """The shared body of `SqliteLog` and `PostgresLog`."""
 
     _dialect: Dialect
@@ -75,21 +86,14 @@ class SqlLogBase:
             redactor = Redactor(redact_fields, redact_patterns, defaults=redact)
         self._codec = RowCodec(redactor, max_output_bytes, self._ts_in, self._ts_out)
         self._answer_waiters: dict[str, list[ThreadWaker]] = {}
-        self._open_calls: set[str] = set()  # calls with a row but no final status yet, in this process
         self._waiters_lock = threading.Lock()
-        self._writer: GroupCommitWriter[CallRecord] = GroupCommitWriter(
-            self._commit_calls, name=f"toolhall-log-{type(self).__name__}", maintain=self._maintain
-        )
+        self._init_writes(f"toolhall-log-{type(self).__name__}", self._maintain)
 
     # -- dialect hooks -----------------------------------------------------------------------------
     def _ts_in(self, value: datetime | None) -> Any:
         raise NotImplementedError
 
     def _ts_out(self, value: Any) -> Any:
-        raise NotImplementedError
-
-    def _run_batch(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Execute `sql` for every row in one committed transaction (retrying while the store is busy)."""
         raise NotImplementedError
 
     def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -106,59 +110,7 @@ class SqlLogBase:
     def _maintain(self) -> None:
         """Housekeeping run on the writer thread when asked (SQLite: a WAL checkpoint)."""
 
-    def _commit_inline(self, records: list[CallRecord]) -> bool:
-        """Commit rows on the caller's thread if that cannot block; False to use the writer thread."""
-        return False
-
     # -- calls -------------------------------------------------------------------------------------
-    async def write(self, record: CallRecord, *, durable: bool = False) -> None:
-        """Insert or replace the call's row; with `durable`, return once it is committed.
-
-        Never raises for a store failure (that is reported once to the `toolhall.log` logger).
-        """
-        open_calls = self._open_calls
-        if record.status in ("pending", "running"):
-            open_calls.add(record.id)
-        else:
-            open_calls.discard(record.id)
-        # A lone call commits on its own thread (no thread hop); concurrent calls go through the writer
-        # thread, where they share commits.
-        if (
-            durable
-            and len(open_calls) <= 1
-            and self._writer.run_inline(lambda earlier: self._commit_inline([*earlier, record]))
-        ):
-            return
-        if not durable:
-            self._submit(record, None)
-            return
-        waker = ThreadWaker()
-        if self._submit(record, waker):
-            await waker.wait()
-
-    def _submit(self, record: CallRecord, waker: ThreadWaker | None) -> bool:
-        try:
-            self._writer.submit(record, waker)
-        except RuntimeError as exc:  # closed store: the call goes on, unlogged
-            report_failure(self, "write after close", exc)
-            return False
-        return True
-
-    def _commit_calls(self, records: Sequence[CallRecord]) -> None:
-        try:
-            # Last write wins per call: a row queued twice in one batch is written once.
-            latest = {record.id: record for record in records}
-            rows = [self._codec.call_row(record) for record in latest.values()]
-            self._run_batch(UPSERT_CALL, rows)
-        except Exception as exc:  # noqa: BLE001 - a failing store never fails a call
-            report_failure(self, f"writing {len(records)} call row(s)", exc)
-        else:
-            report_recovery(self)
-
-    def flush(self) -> None:
-        """Block until every queued row is committed."""
-        self._writer.flush()
-
     def calls(
         self,
         *,

@@ -19,16 +19,18 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from .._redact import Redactor
+from ._callwrites import Op, RowPlan, plan_rows
 from ._migrations import MIGRATIONS, MIGRATIONS_TABLE, Dialect
-from ._record import CallRecord
-from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, UPSERT_CALL, SqlLogBase, wrap_error
-from ._writer import report_failure
+from ._rows import RowCodec
+from ._sqlbase import DEFAULT_MAX_OUTPUT_BYTES, UPDATE_CALL, UPSERT_CALL, SqlLogBase, wrap_error
+from ._writer import report_failure, report_recovery
 
 __all__ = ["SqliteLog"]
 
 T = TypeVar("T")
 _BUSY_TIMEOUT_MS = 5_000
 _RETRY_FOR_S = 60.0  # beyond SQLite's own busy wait: a write gives up only after this long
+_CHECKPOINT_PAGES = 1000
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -81,7 +83,7 @@ class SqliteLog(SqlLogBase):
         # In memory, one connection serves everything (each connection would see its own database).
         self._writer_conn: sqlite3.Connection | None = self._conn if self._memory else None
         self._inline_conn: sqlite3.Connection | None = None
-        self._inline_commits = 0
+        self._inline_pages = 0
         super().__init__(
             redact=redact,
             redact_fields=redact_fields,
@@ -125,25 +127,18 @@ class SqliteLog(SqlLogBase):
         return None if value is None else datetime.fromisoformat(value)
 
     # -- dialect hooks -----------------------------------------------------------------------------
-    def _run_batch(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _write_plan(self, plan: RowPlan) -> None:
         if self._writer_conn is None:
             self._writer_conn = self._connect()
         conn = self._writer_conn
 
         def attempt() -> None:
             with self._lock if self._memory else _NO_LOCK:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(sql, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                _commit_plan(conn, plan, self._codec)
 
         _retry(attempt)
 
-    def _commit_inline(self, records: list[CallRecord]) -> bool:
+    def _commit_inline(self, ops: list[Op]) -> bool:
         # Runs on the event loop's thread, so it must never wait: no busy timeout, no checkpoint
         # (the writer thread's connection checkpoints), and any lock held elsewhere means "queue it".
         if self._memory:
@@ -157,19 +152,21 @@ class SqliteLog(SqlLogBase):
                 conn.execute("PRAGMA busy_timeout = 0")
                 conn.execute("PRAGMA wal_autocheckpoint = 0")
                 conn.execute("PRAGMA synchronous = NORMAL")
-            rows = [self._codec.call_row(record) for record in records]
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(UPSERT_CALL, rows)
-            conn.execute("COMMIT")
-            self._inline_commits += 1
-            if self._inline_commits % 256 == 0:  # the WAL would grow without end: checkpoint off-thread
+            _commit_plan(conn, plan_rows(ops, self._codec), self._codec)
+            # The WAL would grow without end: have the writer thread checkpoint about as often as SQLite's
+            # own autocheckpoint would (every ~1,000 pages; a commit writes a few, plus about one per row).
+            self._inline_pages += 3 + len(ops)
+            if self._inline_pages >= _CHECKPOINT_PAGES:
+                self._inline_pages = 0
                 self._writer.request_maintenance()
         except sqlite3.OperationalError as exc:
-            if conn is not None and conn.in_transaction:
-                conn.execute("ROLLBACK")
-            return not _is_busy(exc)  # busy: let the writer thread wait for the lock instead
+            if _is_busy(exc):
+                return False  # let the writer thread wait for the lock instead
+            report_failure(self, f"writing {len(ops)} call row(s)", exc)
         except Exception as exc:  # noqa: BLE001 - a failing store never fails a call
-            report_failure(self, "writing a call row", exc)
+            report_failure(self, f"writing {len(ops)} call row(s)", exc)
+        else:
+            report_recovery(self)
         return True
 
     def _maintain(self) -> None:
@@ -197,6 +194,21 @@ class SqliteLog(SqlLogBase):
                 if extra is not None and extra is not self._conn:
                     extra.close()
             self._conn.close()
+
+
+def _commit_plan(conn: sqlite3.Connection, plan: RowPlan, codec: RowCodec) -> None:
+    """Write a plan in one transaction: whole rows upserted, narrow updates (whole rows where one is missing)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if plan.inserts:
+            conn.executemany(UPSERT_CALL, plan.inserts)
+        if plan.updates and conn.executemany(UPDATE_CALL, plan.updates).rowcount < len(plan.updates):
+            conn.executemany(UPSERT_CALL, plan.fallback(codec))  # a row nobody inserted (a failed commit)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 class _NoLock:

@@ -15,10 +15,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["GroupCommitWriter", "ThreadWaker", "report_failure", "report_recovery"]
+__all__ = ["FuturesWaker", "GroupCommitWriter", "ThreadWaker", "report_failure", "report_recovery"]
 
 _log = logging.getLogger("toolhall.log")
 T = TypeVar("T")
+_BATCH_NOW = 1000  # lingering items that are committed at once, without waiting out the linger
 
 
 class ThreadWaker:
@@ -63,6 +64,32 @@ class ThreadWaker:
         await anyio.to_thread.run_sync(self._event.wait, abandon_on_cancel=True)
 
 
+class FuturesWaker(ThreadWaker):
+    """Completes many futures of one event loop at once: the waiters of a whole batch, one hand-off."""
+
+    __slots__ = ("_futures",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[None]]) -> None:
+        self._loop = loop
+        self._future = None
+        self._event = None
+        self._futures = futures
+
+    def _resolve(self) -> None:
+        resolve_futures(self._futures)
+
+    async def wait(self) -> None:  # pragma: no cover - its futures are awaited, not the waker
+        """Wait until every future is done."""
+        await asyncio.gather(*self._futures, return_exceptions=True)
+
+
+def resolve_futures(futures: list[asyncio.Future[None]]) -> None:
+    """Complete the futures still waited on (a cancelled waiter's future is already done)."""
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
 _reported: set[int] = set()
 _reported_lock = threading.Lock()
 
@@ -78,6 +105,8 @@ def report_failure(owner: object, what: str, exc: BaseException) -> None:
 
 def report_recovery(owner: object) -> None:
     """Note that a store that failed works again."""
+    if id(owner) not in _reported:  # the usual case, without the lock (a set lookup is atomic)
+        return
     with _reported_lock:
         if id(owner) not in _reported:
             return
@@ -112,6 +141,7 @@ class GroupCommitWriter(Generic[T]):
         self._urgent = 0  # queued entries somebody waits for (or the stop marker)
         self._closed = False
         self._busy = False  # a batch (or an inline commit) is being written
+        self._sleeping = False  # the writer waits with no deadline (not lingering)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
         # Rows queued without waiting must reach the disk when the interpreter exits normally.
@@ -121,15 +151,29 @@ class GroupCommitWriter(Generic[T]):
         """Queue an item; `waker` is woken once it is committed."""
         self._enqueue(item, waker)
 
+    def submit_many(self, items: Sequence[T], waker: ThreadWaker) -> None:
+        """Queue items together; `waker` is woken once all of them are committed (they share a batch)."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the log store is closed")
+            self._queue.extend((item, None) for item in items[:-1])
+            self._queue.append((items[-1], waker))
+            self._urgent += 1
+            self._cond.notify()
+
     def _enqueue(self, item: T | None, waker: ThreadWaker | threading.Event | None) -> None:
         with self._cond:
             if self._closed and item is not None:
                 raise RuntimeError("the log store is closed")
-            self._queue.append((item, waker))
+            queue = self._queue
+            queue.append((item, waker))
             if waker is not None or item is None:
                 self._urgent += 1
                 self._cond.notify()
-            elif len(self._queue) == 1:
+            elif self._sleeping or len(queue) >= _BATCH_NOW:
+                # Wake the writer only to start its linger clock (or for a full batch): a lingering
+                # writer woken per row would commit each row alone, on its own thread, and take the GIL
+                # from the event loop every time (that cost ~200 µs per sequential call).
                 self._cond.notify()
 
     def request_maintenance(self) -> None:
@@ -138,19 +182,27 @@ class GroupCommitWriter(Generic[T]):
             self._maintenance_due = True
             self._cond.notify()
 
-    def run_inline(self, commit: Callable[[list[T]], bool]) -> bool:
+    def run_inline(self, commit: Callable[[list[T]], bool], inline_ok: Callable[[T], bool] | None = None) -> bool:
         """Commit on the caller's thread when the writer is idle and nobody else is waiting.
 
         `commit(earlier)` gets the lingering items queued before (to write first, in the same
-        transaction), so no row of a call can overtake an earlier one. This lets a lone caller skip the
-        thread hop (about 70 µs in CPython). Returns False, with the lingering items back in the queue,
-        when `commit` returns False or could not run; the caller then falls back to `submit`.
+        transaction), so no row of a call can overtake an earlier one. This lets a caller skip the
+        thread hop (about 70 µs in CPython, and the GIL ping-pong with the writer thread). Items for
+        which `inline_ok` is false (a huge output to redact, say) stay queued for the writer thread.
+        Returns False, with the lingering items back in the queue, when `commit` returns False or
+        could not run; the caller then falls back to `submit`.
         """
         with self._cond:
             if self._urgent or self._busy or self._closed:
                 return False
-            earlier = [item for item, _ in self._queue if item is not None]
-            self._queue.clear()
+            if inline_ok is None or all(inline_ok(item) for item, _ in self._queue if item is not None):
+                earlier = [item for item, _ in self._queue if item is not None]
+                self._queue.clear()
+            else:
+                earlier = [item for item, _ in self._queue if item is not None and inline_ok(item)]
+                kept = [(item, waker) for item, waker in self._queue if item is None or not inline_ok(item)]
+                self._queue.clear()
+                self._queue.extend(kept)
             self._busy = True
         done = False
         try:
@@ -161,8 +213,8 @@ class GroupCommitWriter(Generic[T]):
                 self._busy = False
                 if not done and earlier:
                     self._queue.extendleft((item, None) for item in reversed(earlier))
-                if self._queue:
-                    self._cond.notify()
+                if self._queue and (self._urgent or self._sleeping):
+                    self._cond.notify()  # a lingering writer wakes by itself
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until everything queued so far is committed; False on timeout."""
@@ -190,8 +242,10 @@ class GroupCommitWriter(Generic[T]):
         with self._cond:
             while True:
                 while (not self._queue and not self._maintenance_due) or self._busy:
+                    self._sleeping = True
                     self._cond.wait()
-                if not self._urgent and len(self._queue) < 1000:
+                    self._sleeping = False
+                if not self._urgent and len(self._queue) < _BATCH_NOW:
                     # Only lingering rows: give the next durable write a chance to carry them.
                     self._cond.wait(self._linger)
                     if self._busy or (not self._queue and not self._maintenance_due):
