@@ -64,24 +64,34 @@ class HeadTail:
 
 
 class _Reactor:
-    """One epoll per event loop, itself one reader of that loop; holds no reference to the loop."""
+    """One epoll per event loop, itself one reader of that loop; holds no reference to the loop.
+
+    Descriptors are registered one-shot: after an event the kernel disarms them, so a stream at end of
+    file or an exited pidfd needs no removal call; closing the descriptor drops it from the epoll. A
+    stream with more to read is re-armed (one call per read, and reads are up to 1 MB).
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.epoll = select.epoll()  # close-on-exec; closed when the reactor is collected with its loop
-        self.handlers: dict[int, Callable[[], None]] = {}
+        self.handlers: dict[int, Callable[[], None]] = {}  # armed descriptors only
         loop.add_reader(self.epoll.fileno(), self._ready)
 
     def watch(self, fd: int, events: int, handler: Callable[[], None]) -> None:
-        self.epoll.register(fd, events)
+        self.epoll.register(fd, events | select.EPOLLONESHOT)
+        self.handlers[fd] = handler
+
+    def rearm(self, fd: int, events: int, handler: Callable[[], None]) -> None:
+        self.epoll.modify(fd, events | select.EPOLLONESHOT)
         self.handlers[fd] = handler
 
     def unwatch(self, fd: int) -> None:
+        """Stop watching a descriptor that is still armed (one that fired is disarmed already)."""
         if self.handlers.pop(fd, None) is not None:
             self.epoll.unregister(fd)
 
     def _ready(self) -> None:
         for fd, _ in self.epoll.poll(0):
-            handler = self.handlers.get(fd)  # an earlier handler in this batch may have unwatched it
+            handler = self.handlers.pop(fd, None)  # one-shot: disarmed now, until re-armed
             if handler is not None:
                 handler()
 
@@ -122,12 +132,11 @@ class Pump:
         self._reactor = _reactor(self.loop)
         for fd in self.bufs:
             self._reactor.watch(fd, select.EPOLLIN, functools.partial(self._read, fd))
-        self._reactor.watch(proc.pidfd, select.EPOLLIN, self._exited)
+        self._reactor.watch(proc.pidfd, select.EPOLLIN, self._exited)  # fires once, when the leader exits
         if proc.stdin is not None:
             self._reactor.watch(proc.stdin, select.EPOLLOUT, self._write)
 
     def _exited(self) -> None:
-        self._reactor.unwatch(self.proc.pidfd)  # level-triggered: it would fire every iteration
         self._fire("exit")
 
     def _fire(self, event: str) -> None:
@@ -144,14 +153,16 @@ class Pump:
         try:
             chunk = os.read(fd, _BIG if buf.total else _PIPE_DEFAULT)  # most output fits one small read
         except BlockingIOError:
-            return
+            chunk = None
         except OSError:
             chunk = b""
-        if not chunk:
-            self._reactor.unwatch(fd)
+        if chunk == b"":
             self.open.discard(fd)
             if not self.open:
                 self._fire("eof")
+            return
+        self._reactor.rearm(fd, select.EPOLLIN, functools.partial(self._read, fd))
+        if chunk is None:
             return
         if len(chunk) == _PIPE_DEFAULT and buf.total == 0:
             _grow(fd)  # the pipe filled up: a chatty command, give it room to run ahead of us
@@ -167,7 +178,8 @@ class Pump:
             while self._pending:
                 self._pending = self._pending[os.write(fd, self._pending[:_PIPE_DEFAULT]):]
         except BlockingIOError:
-            return  # the pipe is full: called again when the command has read some
+            self._reactor.rearm(fd, select.EPOLLOUT, self._write)  # the pipe is full: wait for room
+            return
         except OSError:
             pass  # the command stopped reading (EPIPE): that is its business
         self._close_stdin()
