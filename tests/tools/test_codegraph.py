@@ -279,3 +279,5 @@ def test_bad_options_name_the_option(project: Path) -> None:
 
     with pytest.raises(ConfigError, match="max_rows"):
         codegraph.toolbox(project, max_rows=0)
+    with pytest.raises(ConfigError, match="query_threads: expected a whole number"):
+        codegraph.toolbox(project, query_threads=1.5)  # type: ignore[arg-type]

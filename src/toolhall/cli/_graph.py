@@ -31,7 +31,7 @@ def _graph(config: str | None, path: Path | None) -> Any:
     from ..tools.codegraph import graph_for
 
     ws, options = _options(config, path)
-    keys = {"exclude", "use_gitignore", "max_file_bytes", "buffer_pool_mb", "max_db_mb"}
+    keys = {"exclude", "use_gitignore", "max_file_bytes", "buffer_pool_mb", "max_db_mb", "query_threads"}
     kwargs = {k: (tuple(v) if k == "exclude" else v) for k, v in options.items() if k in keys}
     if "query_timeout" in options:
         kwargs["query_timeout_ms"] = int(float(options["query_timeout"]) * 1000)

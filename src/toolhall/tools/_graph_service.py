@@ -46,6 +46,7 @@ class GraphOptions:
     query_timeout_ms: int = 10_000
     buffer_pool_mb: int = 256
     max_db_mb: int = 4096
+    query_threads: int = 1
     full_rebuild_ratio: float = 0.25
 
 
@@ -78,7 +79,7 @@ class CodeGraph:
         self.db_dir = db_dir
         self.options = options
         self.db = GraphDB(db_dir, buffer_pool_mb=options.buffer_pool_mb, max_db_mb=options.max_db_mb,
-                          query_timeout_ms=options.query_timeout_ms)
+                          query_timeout_ms=options.query_timeout_ms, query_threads=options.query_threads)
         self.state = StateStore(db_dir / "state.sqlite")
         self.index: GraphIndex | None = None
         self._token: str | None = None

@@ -53,6 +53,7 @@ def toolbox(
     max_file_bytes: int = 2_000_000,
     buffer_pool_mb: int = 256,
     max_db_mb: int = 4096,
+    query_threads: int = 1,
 ) -> Toolbox:
     """The `graph_query` and `graph_index` tools for one workspace.
 
@@ -70,17 +71,21 @@ def toolbox(
         max_file_bytes: Larger source files are skipped (generated code, data).
         buffer_pool_mb: The engine's memory cap for queries and indexing.
         max_db_mb: The largest the database file may grow (the engine reserves this much address space).
+        query_threads: Threads the engine may use for one query (more only helps big analytic queries on an
+            idle machine).
 
     Raises:
         ConfigError: A bad option (the message names it).
     """
+    if isinstance(query_threads, bool) or not isinstance(query_threads, int) or query_threads < 1:
+        raise ConfigError(f"query_threads: expected a whole number of threads (1 or more), got {query_threads!r}")
     _check(max_rows=max_rows, query_timeout=query_timeout, index_timeout=index_timeout,
            max_file_bytes=max_file_bytes, buffer_pool_mb=buffer_pool_mb, max_db_mb=max_db_mb)
     ws = Workspace.coerce(workspace)
     folder = Path(db_path) if db_path is not None else ws.root / GRAPH_DIR
     options = GraphOptions(exclude=tuple(exclude), use_gitignore=use_gitignore, max_file_bytes=max_file_bytes,
                            query_timeout_ms=int(query_timeout * 1000), buffer_pool_mb=buffer_pool_mb,
-                           max_db_mb=max_db_mb)
+                           max_db_mb=max_db_mb, query_threads=query_threads)
     state = _Binding(ws, folder, options, auto_index)
     query_limit = max(query_timeout + 5, index_timeout if auto_index else 0)
     return Toolbox([_query_tool(state, max_rows, query_timeout, query_limit), _index_tool(state, index_timeout)],
