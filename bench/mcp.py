@@ -26,22 +26,21 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
-from contextlib import AbstractAsyncContextManager, contextmanager  # noqa: E402
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 sys.path.append(str(HERE))
 from _common import describe_machine, print_table  # noqa: E402
 
 TOOLS_DIR = HERE / "_mcp"
 
-CALLS = {"stdio": 400, "http": 200}
-ROUNDS = 3
+CALLS = {"stdio": 200, "http": 100}
+ROUNDS = 5
 TOKEN = "bench-token"
 INIT = {
     "jsonrpc": "2.0",
@@ -75,17 +74,24 @@ def _sdk(*args: str) -> list[str]:
 # -- round trips -------------------------------------------------------------------------------------------
 
 
-async def _calls_per_second(connect: Callable[[], AbstractAsyncContextManager[Any]], calls: int) -> list[float]:
-    rates = []
-    async with Client(connect(), mode="legacy") as client:
-        for i in range(20):  # warm-up: first-call costs, caches
-            await client.call_tool("add", {"a": i, "b": 1})
+async def _interleaved_rates(
+    connects: dict[str, Callable[[], AbstractAsyncContextManager[Any]]], calls: int
+) -> dict[str, list[float]]:
+    """Calls per second for each server, rounds alternating between them (a shared 2-core box's load then
+    weighs on both alike)."""
+    rates: dict[str, list[float]] = {name: [] for name in connects}
+    async with AsyncExitStack() as stack:
+        clients = {name: await stack.enter_async_context(Client(c(), mode="legacy")) for name, c in connects.items()}
+        for client in clients.values():
+            for i in range(20):  # warm-up: first-call costs, caches
+                await client.call_tool("add", {"a": i, "b": 1})
         for _ in range(ROUNDS):
-            start = time.perf_counter()
-            for i in range(calls):
-                result = await client.call_tool("add", {"a": i, "b": 1})
-                assert not result.is_error, result
-            rates.append(calls / (time.perf_counter() - start))
+            for name, client in clients.items():
+                start = time.perf_counter()
+                for i in range(calls):
+                    result = await client.call_tool("add", {"a": i, "b": 1})
+                    assert not result.is_error, result
+                rates[name].append(calls / (time.perf_counter() - start))
     return rates
 
 
@@ -113,20 +119,22 @@ def _http_server(command: list[str], cwd: Path, port: int) -> Iterator[subproces
 
 
 def _first_http_response(port: int, deadline: float, process: subprocess.Popen[bytes]) -> None:
-    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
-    last = "nothing"
-    while time.monotonic() < deadline:
-        try:
-            response = httpx.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=headers, timeout=5)
-            if response.status_code == 200:
-                return
-            last = f"HTTP {response.status_code}: {response.text[:200]}"
-        except httpx.TransportError as exc:
-            last = repr(exc)
+    # Poll with bare connects (cheap), not a new HTTP client per try: on 2 cores the poller's own CPU would
+    # slow the server it is timing.
+    while True:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
         if process.poll() is not None:
             raise RuntimeError(f"the server exited with {process.returncode} before answering")
-        time.sleep(0.01)
-    raise RuntimeError(f"no answer on port {port} ({last})")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on port {port}")
+        time.sleep(0.005)
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        response = http.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=headers)
+    if response.status_code != 200:
+        raise RuntimeError(f"initialize on port {port}: HTTP {response.status_code} {response.text[:200]}")
 
 
 def _http_client(port: int) -> Callable[[], Any]:
@@ -138,24 +146,24 @@ def _http_client(port: int) -> Callable[[], Any]:
 
 
 def round_trips(workspace: Path) -> list[list[str]]:
-    """Sequential tools/call round trips per second, each server in turn, for each transport."""
+    """Sequential tools/call round trips per second, toolhall and MCPServer interleaved, per transport."""
     rows = []
-    cases: list[tuple[str, str]] = [("stdio", "toolhall"), ("stdio", "MCPServer"), ("http", "toolhall"),
-                                    ("http", "MCPServer")]  # fmt: skip
-    for transport, who in cases:
-        if transport == "stdio":
-            command = _toolhall(workspace) if who == "toolhall" else _sdk("stdio")
-            rates = asyncio.run(_calls_per_second(_stdio(command, workspace), CALLS["stdio"]))
-        else:
-            port = _free_port()
-            command = (
-                _toolhall(workspace, "--http", "--port", str(port), "--token", TOKEN)
-                if who == "toolhall" else _sdk("http", str(port))
-            )  # fmt: skip
-            with _http_server(command, workspace, port):
-                rates = asyncio.run(_calls_per_second(_http_client(port), CALLS["http"]))
-        mean_ms = 1000 / statistics.median(rates)
-        rows.append([f"{transport:5} {who}", f"{statistics.median(rates):.0f}", f"{max(rates):.0f}", f"{mean_ms:.2f}"])
+    stdio = {"toolhall": _stdio(_toolhall(workspace), workspace), "MCPServer": _stdio(_sdk("stdio"), workspace)}
+    results = {("stdio", k): v for k, v in asyncio.run(_interleaved_rates(stdio, CALLS["stdio"])).items()}
+    ports = {"toolhall": _free_port(), "MCPServer": _free_port()}
+    commands = {
+        "toolhall": _toolhall(workspace, "--http", "--port", str(ports["toolhall"]), "--token", TOKEN),
+        "MCPServer": _sdk("http", str(ports["MCPServer"])),
+    }
+    with (
+        _http_server(commands["toolhall"], workspace, ports["toolhall"]),
+        _http_server(commands["MCPServer"], workspace, ports["MCPServer"]),
+    ):
+        http = {name: _http_client(port) for name, port in ports.items()}
+        results |= {("http", k): v for k, v in asyncio.run(_interleaved_rates(http, CALLS["http"])).items()}
+    for (transport, who), rates in results.items():
+        median = statistics.median(rates)
+        rows.append([f"{transport:5} {who}", f"{median:.0f}", f"{max(rates):.0f}", f"{1000 / median:.2f}"])
     return rows
 
 
@@ -210,11 +218,11 @@ def startup(workspace: Path, repeats: int = 5) -> list[list[str]]:
         lambda p: _toolhall(workspace, "--http", "--port", str(p), "--token", TOKEN, toolbox=False)
     )
     cases["MCPServer (1 tool), http"] = http(lambda p: _sdk("http", str(p)))
-    rows = []
-    for name, case in cases.items():
-        times = [case() for _ in range(repeats)]
-        rows.append([name, f"{statistics.median(times) * 1000:.0f}", f"{min(times) * 1000:.0f}"])
-    return rows
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):  # interleaved, so the machine's load weighs on every case alike
+        for name, case in cases.items():
+            times[name].append(case())
+    return [[name, f"{statistics.median(t) * 1000:.0f}", f"{min(t) * 1000:.0f}"] for name, t in times.items()]
 
 
 def _rss_mib(pid: int) -> float:
@@ -250,7 +258,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         print_table(
-            f"tools/call round trips, sequential, one client ({CALLS['stdio']} stdio / {CALLS['http']} HTTP calls "
+            f"tools/call round trips, sequential, one client per server, rounds interleaved "
+            f"({CALLS['stdio']} stdio / {CALLS['http']} HTTP calls "
             f"x {ROUNDS} rounds)",
             ["server", "calls/s (median)", "calls/s (best)", "ms/call"],
             round_trips(workspace),
