@@ -134,23 +134,38 @@ class _Parser:
 
     def word(self) -> str:
         start = self.i
-        while self.i < len(self.s) and self.s[self.i] not in _META:
+        self.scan(_META, quotes=True)
+        if self.i > len(self.s):
+            raise self.error("dangling backslash")
+        return self.s[start : self.i]
+
+    def scan(self, stops: str, *, quotes: bool) -> str | None:
+        """Move over text that may hold substitutions, up to a character in `stops` (not consumed).
+
+        The one place the rules live: a backslash escapes the next character; backticks, `$(...)` and
+        `${...}` are parsed for the commands inside them; with `quotes`, `'...'` and `"..."` are read
+        as units (inside double quotes and here-documents a quote is plain text).
+
+        Returns:
+            The stop character reached, or None at the end of the text.
+        """
+        while self.i < len(self.s):
             c = self.s[self.i]
+            if c in stops:
+                return c
             if c == "\\":
                 self.i += 2
-            elif c == "'":
-                self.skip_single()
-            elif c == '"':
-                self.double()
             elif c == "`":
                 self.backtick()
             elif c == "$":
                 self.dollar()
+            elif quotes and c == "'":
+                self.skip_single()
+            elif quotes and c == '"':
+                self.double()
             else:
                 self.i += 1
-        if self.i > len(self.s):
-            raise self.error("dangling backslash")
-        return self.s[start : self.i]
+        return None
 
     def skip_single(self) -> None:
         end = self.s.find("'", self.i + 1)
@@ -160,20 +175,9 @@ class _Parser:
 
     def double(self) -> None:
         self.i += 1
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c == '"':
-                self.i += 1
-                return
-            if c == "\\":
-                self.i += 2
-            elif c == "`":
-                self.backtick()
-            elif c == "$":
-                self.dollar()
-            else:
-                self.i += 1
-        raise self.error("unterminated double quote")
+        if self.scan('"', quotes=False) is None:
+            raise self.error("unterminated double quote")
+        self.i += 1
 
     def dollar(self) -> None:
         nxt = self.s[self.i + 1 : self.i + 2]
@@ -195,24 +199,9 @@ class _Parser:
 
     def parameter(self) -> None:
         """`${...}`, whose operand words (`${x:-$(cmd)}`) may hold substitutions."""
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c == "}":
-                self.i += 1
-                return
-            if c == "\\":
-                self.i += 2
-            elif c == "'":
-                self.skip_single()
-            elif c == '"':
-                self.double()
-            elif c == "`":
-                self.backtick()
-            elif c == "$":
-                self.dollar()
-            else:
-                self.i += 1
-        raise self.error("unterminated ${")
+        if self.scan("}", quotes=True) is None:
+            raise self.error("unterminated ${")
+        self.i += 1
 
     def backtick(self) -> None:
         """`` `...` ``: the inside, with `\\``, `\\\\` and `\\$` unescaped, is a command list of its own."""
@@ -280,17 +269,7 @@ class _Parser:
 
     def scan_live(self, body: str) -> None:
         """A live here-document body is text, but its substitutions run: collect those."""
-        sub = _Parser(body, self.out, depth=self.depth + 1)
-        while sub.i < len(sub.s):
-            c = sub.s[sub.i]
-            if c == "\\":
-                sub.i += 2
-            elif c == "`":
-                sub.backtick()
-            elif c == "$":
-                sub.dollar()
-            else:
-                sub.i += 1
+        _Parser(body, self.out, depth=self.depth + 1).scan("", quotes=False)
 
 
 def split_commands(line: str) -> list[str]:
