@@ -13,31 +13,9 @@ import pytest
 
 from toolhall.tools import _proc
 
+from ._shell_support import alive, our_children
+
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def zombies_of_ours() -> list[int]:
-    """Children of this process left unreaped."""
-    me = str(os.getpid())
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[1] == me:
-                out.append(int(entry))
-    return out
 
 
 def watched_fds() -> int:
@@ -104,7 +82,7 @@ async def test_cancellation_from_outside_kills_the_tree(tmp_path: Path) -> None:
     with anyio.move_on_after(0.5):
         await _proc.run(["sh", "-c", f"setsid sleep 60 & echo $! > {pidfile}; sleep 60"], env=ENV)
     assert not alive(int(pidfile.read_text()))
-    assert zombies_of_ours() == []
+    assert our_children() == []
 
 
 @pytest.mark.anyio
@@ -122,7 +100,7 @@ async def test_no_descriptor_watch_or_zombie_is_left_behind() -> None:
             await _proc.run(["sleep", "5"], env=ENV, stdin=b"")
     assert sorted(os.listdir("/proc/self/fd")) == fds
     assert watched_fds() == watches
-    assert zombies_of_ours() == []
+    assert our_children() == []
 
 
 @pytest.mark.anyio

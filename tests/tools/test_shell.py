@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,8 @@ import pytest
 
 from toolhall import ConfigError, Toolbox, ToolResult
 from toolhall.tools import shell
-from toolhall.tools._isolation import detect
+
+from ._shell_support import backend_fixture, require_backend
 
 # Workspace still builds its globs with pathspec's deprecated "gitwildmatch" name (files engineer's module).
 pytestmark = pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")
@@ -19,23 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationW
 BACKENDS = ["bwrap", "landlock", "none"]
 
 
-def require_backend(name: str) -> None:
-    """Skip when a backend is missing locally; under CI (which installs bubblewrap) that is a failure."""
-    if name == "none":
-        return
-    caps = detect()
-    if caps[name]["available"] and caps["seccomp"]["available"]:
-        return
-    message = f"isolation backend {name} unavailable: {caps[name]}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    require_backend(request.param)
-    return str(request.param)
+backend = backend_fixture(BACKENDS)
 
 
 @pytest.fixture

@@ -18,17 +18,14 @@ from toolhall import Toolbox, ToolResult
 from toolhall.tools import shell
 from toolhall.tools._isolation import describe_isolation, detect
 
-from .test_shell import require_backend
+from ._shell_support import backend_fixture, our_children, pids_with, require_backend
 
 pytestmark = pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")
 
 CONFINED = ["bwrap", "landlock"]
 
 
-@pytest.fixture(params=CONFINED)
-def backend(request: pytest.FixtureRequest) -> str:
-    require_backend(request.param)
-    return str(request.param)
+backend = backend_fixture(CONFINED)
 
 
 @pytest.fixture
@@ -73,34 +70,6 @@ async def run(tb: Toolbox, argv: list[str], **args: Any) -> ToolResult:
 def marker() -> str:
     """A `sleep` argument no other process on the machine has, to find our processes by id in /proc."""
     return f"{random.randint(100000, 999999)}.{random.randint(100000, 999999)}"
-
-
-def pids_with(mark: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if mark.encode() in cmdline:
-                found.append(int(entry))
-    return found
-
-
-def our_children() -> list[str]:
-    """Processes whose parent is this test process (a left-over child or zombie shows up here)."""
-    me = str(os.getpid())
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[1] == me:
-                out.append(f"{entry}:{fields[0]}")
-    return out
 
 
 @pytest.mark.anyio
