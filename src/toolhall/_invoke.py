@@ -131,16 +131,15 @@ def validate(tool: Tool, arguments: Any, call_id: str | None = None) -> Validate
     started = time.perf_counter()
     started_at = datetime.now(UTC)
     try:
-        validate_json, validate_python = tool.validators()
-        if isinstance(arguments, str):
-            if not arguments.strip():
-                value = validate_python({})
-            else:
-                value = validate_json(arguments)
+        if type(arguments) is str and arguments[:1] == "{":  # the hot path: a JSON object's text
+            value = (tool._lazy.validate_json or tool.validators()[0])(arguments)
+        elif isinstance(arguments, str):
+            validate_json, validate_python = tool.validators()
+            value = validate_python({}) if not arguments.strip() else validate_json(arguments)
         elif arguments is None:
-            value = validate_python({})
+            value = tool.validators()[1]({})
         elif isinstance(arguments, dict):
-            value = validate_python(arguments)
+            value = tool.validators()[1](arguments)
         else:
             return error_result(
                 "invalid_input",
