@@ -187,14 +187,8 @@ def _stdio_first_response_s(command: list[str], cwd: Path) -> float:
 
 def _http_first_response_s(command: list[str], cwd: Path, port: int) -> float:
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=_env(), stdin=subprocess.DEVNULL,  # noqa: S603
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        _first_http_response(port, time.monotonic() + 60, process)
+    with _http_server(command, cwd, port):
         return time.perf_counter() - start
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def startup(workspace: Path, repeats: int = 5) -> list[list[str]]:
