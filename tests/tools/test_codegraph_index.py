@@ -59,3 +59,57 @@ def test_a_resumed_index_reads_only_the_entries_an_update_needs(project: Path) -
     assert index is not None
     loaded = sorted(path for path, record in index.files.items() if record.facts is not None)
     assert loaded == ["app/util.py", "broken.py"]  # broken.py imports slugify from app.util
+
+
+def test_a_huge_change_on_a_resumed_index_rebuilds_in_full_and_stays_exact(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed index that switches to a bulk rebuild writes a complete cache a later process continues from."""
+    from toolhall.tools import _graph_service, codegraph
+    from toolhall.tools._graph_service import forget
+
+    from .test_codegraph import dump, fresh_dump
+
+    folder = project / ".toolhall" / "graph"
+    assert codegraph.graph_for(project).update().mode == "full"
+    forget([folder])
+    monkeypatch.setattr(_graph_service, "_MIN_BULK_ROWS", 0)  # any delta counts as huge
+    (project / "main.py").write_text((project / "main.py").read_text() + "\n\ndef later():\n    main([])\n")
+    stats = codegraph.graph_for(project, full_rebuild_ratio=0.0).update()
+    assert (stats.mode, stats.parsed) == ("full", 1)
+    monkeypatch.undo()
+    forget([folder])
+    util = project / "app" / "util.py"
+    util.write_text(util.read_text().replace("slugify", "slug"))
+    tb = codegraph.toolbox(project, max_rows=100_000)
+    result = tb.call_sync("graph_index", {})
+    assert result.ok, result.error
+    assert (result.data["mode"], result.data["resolved"]) == ("incremental", 4)
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns(".toolhall"))
+    assert dump(tb) == fresh_dump(copy)
+
+
+def test_a_damaged_cache_entry_makes_the_graph_rebuild(project: Path, tmp_path: Path) -> None:
+    """An entry that cannot be read back is never guessed at: the update rebuilds the graph from scratch."""
+    import sqlite3
+
+    from toolhall.tools import codegraph
+    from toolhall.tools._graph_service import forget
+
+    from .test_codegraph import dump, fresh_dump
+
+    folder = project / ".toolhall" / "graph"
+    assert codegraph.graph_for(project).update().mode == "full"
+    forget([folder])
+    with sqlite3.connect(folder / "state.sqlite") as conn:
+        conn.execute("UPDATE files SET entry = x'00' WHERE path = 'app/util.py'")
+    util = project / "app" / "util.py"
+    util.write_text(util.read_text() + "\n\ndef extra():\n    return 1\n")
+    tb = codegraph.toolbox(project, max_rows=100_000)
+    result = tb.call_sync("graph_index", {})
+    assert result.ok, result.error
+    assert result.data["mode"] == "full"
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns(".toolhall"))
+    assert dump(tb) == fresh_dump(copy)
