@@ -11,9 +11,9 @@ import math
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
-from pydantic import ConfigDict, PydanticSchemaGenerationError, PydanticUserError, TypeAdapter
+from pydantic import ConfigDict, PydanticSchemaGenerationError, PydanticUserError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticUndefined
@@ -22,6 +22,10 @@ from typing_extensions import TypedDict
 from ._context import ToolContext
 from ._docstrings import ParsedDocstring
 from ._errors import DefinitionError
+
+if TYPE_CHECKING:
+    # pydantic.TypeAdapter pulls in pydantic's model machinery; simple tools need it only at their first call.
+    from pydantic import TypeAdapter
 
 __all__ = ["FunctionSignature", "NoTitles", "analyse_function"]
 
@@ -150,6 +154,8 @@ def _probe() -> Callable[[], None]:
 
 
 def _unsupported(name: str, annotation: Any) -> str | None:
+    from pydantic import TypeAdapter
+
     try:
         TypeAdapter(annotation)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
@@ -186,6 +192,8 @@ def _adapter(
     fn: Callable[..., Any], params: list[tuple[str, Any, Any]], doc: ParsedDocstring, qualname: str
 ) -> TypeAdapter[Any]:
     """The TypeAdapter validating arguments straight into keyword arguments (a TypedDict with defaults)."""
+    from pydantic import TypeAdapter
+
     fields = {name: _field_type(annotation, default, doc.params.get(name)) for name, annotation, default in params}
     args_type = TypedDict(f"{fn.__name__}_arguments", fields)  # type: ignore[misc]
     args_type.__pydantic_config__ = _FORBID_EXTRA  # type: ignore[attr-defined]
@@ -307,6 +315,8 @@ def output_schema_for(annotation: Any) -> dict[str, Any] | None:
         return None
     if isinstance(annotation, typing.TypeVar):
         return None
+    from pydantic import TypeAdapter
+
     try:
         schema = TypeAdapter(annotation).json_schema(mode="serialization", schema_generator=NoTitles)
     except Exception:  # noqa: BLE001 - an odd return type just means no output schema

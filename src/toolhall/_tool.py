@@ -8,14 +8,16 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, overload
 
-from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from ._docstrings import parse_docstring
 from ._errors import DefinitionError
 from ._signature import NoTitles, analyse_function, output_schema_for
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel  # imported where used: it loads pydantic's model machinery
 
 __all__ = ["Tool", "ToolAnnotations", "ToolOptions", "tool"]
 
@@ -328,6 +330,8 @@ class Tool:
             Tool.from_model(Search, lambda args: f"searching {args.query}", name="search")
             ```
         """
+        from pydantic import BaseModel
+
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise DefinitionError(f"Tool.from_model needs a pydantic BaseModel subclass, got {model!r}")
         schema = model.model_json_schema(schema_generator=NoTitles)
