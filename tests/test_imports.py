@@ -70,6 +70,25 @@ def test_defining_and_calling_a_tool_loads_no_heavy_dependency() -> None:
     assert loaded & set(HEAVY) == set(), f"loaded {sorted(loaded & set(HEAVY))}"
 
 
+def test_defining_and_exporting_simple_tools_defers_pydantic_model_machinery() -> None:
+    """Simple tools are defined and exported without pydantic's TypeAdapter/BaseModel (built at the first call)."""
+    code = (
+        "import sys, toolhall\n"
+        "def add(a: int, b: int = 2, tags: list[str] | None = None) -> int:\n"
+        "    return a + b\n"
+        "toolhall.Toolbox([toolhall.tool(add)]).schemas('openai')\n"
+    )
+    loaded = _loaded_modules_after(code)
+    assert {"pydantic.main", "pydantic.type_adapter"} & loaded == set()
+
+
+def _loaded_modules_after(code: str) -> set[str]:
+    """Every module name in sys.modules after running `code` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
 def test_probe_sees_a_heavy_import() -> None:
     """The probe itself works: importing one of the heavy packages is seen."""
     assert "httpx" in _loaded_after("import httpx")
