@@ -48,22 +48,55 @@ def _secret_fields(tool: Tool) -> frozenset[str]:
     )
 
 
-class Entry:
-    """The current row of one call, as the fields of its next `CallRecord`.
+_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
 
-    A dict updated in place is much cheaper than `dataclasses.replace` on a 21-field frozen record, and
-    this runs several times per call.
+
+class Entry:
+    """The live row of one call: changed in place at each step, written as it stands.
+
+    SQL stores read it directly (`write_row`), so a call builds no `CallRecord` per write; other stores get
+    a `CallRecord` snapshot. Each durable write returns before the entry changes again, and the final write
+    (lazy) is its last change, so a queued entry never changes under the store.
     """
 
-    __slots__ = ("fields",)
+    __slots__ = _FIELDS
+    id: str
+    tool: str
+    status: CallStatus
+    started_at: datetime
+    session_id: str | None
+    parent_id: str | None
+    worker: str | None
+    role: str | None
+    tool_version: str | None
+    input: Any
+    subjects: tuple[str, ...]
+    output: str | None
+    data: Any
+    error_code: str | None
+    error_message: str | None
+    error_details: dict[str, Any] | None
+    approval: str | None
+    ended_at: datetime | None
+    duration_ms: float | None
+    truncated: bool
+    output_chars: int | None
 
-    def __init__(self, **fields: Any) -> None:
-        self.fields = fields
+    def __init__(
+        self, id: str, tool: str, status: CallStatus, started_at: datetime, session_id: str | None,  # noqa: A002
+        parent_id: str | None, worker: str | None, role: str | None, tool_version: str | None, input: Any,  # noqa: A002
+        subjects: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        self.id, self.tool, self.status, self.started_at = id, tool, status, started_at
+        self.session_id, self.parent_id, self.worker, self.role = session_id, parent_id, worker, role
+        self.tool_version, self.input, self.subjects = tool_version, input, subjects
+        self.output = self.data = self.error_code = self.error_message = self.error_details = None
+        self.approval = self.ended_at = self.duration_ms = self.output_chars = None
+        self.truncated = False
 
-    def record(self, **changes: Any) -> CallRecord:
-        """Apply changes and build the record to write."""
-        self.fields.update(changes)
-        return CallRecord(**self.fields)
+    def record(self) -> CallRecord:
+        """A `CallRecord` of the entry as it stands."""
+        return CallRecord(**{name: getattr(self, name) for name in _FIELDS})
 
 
 class RecordBook:
@@ -74,6 +107,8 @@ class RecordBook:
         self.session = session
         self._secrets: dict[str, frozenset[str]] = {}
         self._failed = False
+        # SQL stores take the live entry itself; any other `LogStore` gets a `CallRecord` per write.
+        self._write_row = getattr(store, "write_row", None)
 
     def _masked(self, tool: Tool | None, arguments: Any) -> Any:
         if tool is None or not isinstance(arguments, dict):
@@ -93,16 +128,18 @@ class RecordBook:
             return None
         session = self.session
         return Entry(
-            id=validated.call_id, tool=tool.name, status="running", started_at=validated.started_at,
-            session_id=session.session_id, parent_id=parent_id, worker=session.worker, role=session.role,
-            tool_version=tool.version, input=self._masked(tool, kwargs), subjects=tuple(subjects),
+            validated.call_id, tool.name, "running", validated.started_at, session.session_id, parent_id,
+            session.worker, session.role, tool.version, self._masked(tool, kwargs), tuple(subjects),
         )  # fmt: skip
 
-    async def _write(self, record: CallRecord, *, durable: bool) -> None:
+    async def _write(self, entry: Entry, *, durable: bool) -> None:
         if self.store is None:
             return
         try:
-            await self.store.write(record, durable=durable)
+            if self._write_row is not None:
+                await self._write_row(entry, durable=durable)
+            else:
+                await self.store.write(entry.record(), durable=durable)
         except Exception as exc:  # noqa: BLE001 - a failing store never fails a call
             if not self._failed:
                 self._failed = True
@@ -112,7 +149,8 @@ class RecordBook:
         """Mark the row `pending` and queue the approval request in the store."""
         if entry is None:
             return
-        await self._write(entry.record(status="pending"), durable=True)
+        entry.status = "pending"
+        await self._write(entry, durable=True)
         await self._call_store(self.store.request_approval, self.redacted_request(request))
 
     def redacted_request(self, request: PendingApproval) -> PendingApproval:
@@ -140,7 +178,8 @@ class RecordBook:
     async def running(self, entry: Entry | None, how: str) -> None:
         """Mark the row `running` and wait until it is committed."""
         if entry is not None:
-            await self._write(entry.record(status="running", approval=how), durable=True)
+            entry.status, entry.approval = "running", how
+            await self._write(entry, durable=True)
 
     async def finish(
         self, entry: Entry | None, result: ToolResult, *, status: CallStatus, approval: str | None = None
@@ -148,15 +187,15 @@ class RecordBook:
         """Store the outcome (the full output, before truncation)."""
         if entry is None:
             return
+        entry.status, entry.output, entry.data = status, result.output, result.data
         error = result.error
-        record = entry.record(
-            status=status, output=result.output, data=result.data,
-            error_code=error.code if error else None, error_message=error.message if error else None,
-            error_details=error.details if error else None, approval=approval or entry.fields.get("approval"),
-            ended_at=result.ended_at or datetime.now(UTC), duration_ms=result.duration_ms,
-            truncated=result.truncated, output_chars=len(result.output),
-        )  # fmt: skip
-        await self._write(record, durable=False)
+        if error is not None:
+            entry.error_code, entry.error_message, entry.error_details = error.code, error.message, error.details
+        if approval is not None:
+            entry.approval = approval
+        entry.ended_at, entry.duration_ms = result.ended_at or datetime.now(UTC), result.duration_ms
+        entry.truncated, entry.output_chars = result.truncated, len(result.output)
+        await self._write(entry, durable=False)
 
     async def refused(
         self, name: str, tool: Tool | None, call_id: str, parent_id: str | None, arguments: Any, result: ToolResult
@@ -166,8 +205,7 @@ class RecordBook:
             return
         session = self.session
         entry = Entry(
-            id=call_id, tool=name, status="error", started_at=result.started_at or datetime.now(UTC),
-            session_id=session.session_id, parent_id=parent_id, worker=session.worker, role=session.role,
-            tool_version=tool.version if tool else None, input=self._masked(tool, arguments),
+            call_id, name, "error", result.started_at or datetime.now(UTC), session.session_id, parent_id,
+            session.worker, session.role, tool.version if tool else None, self._masked(tool, arguments),
         )  # fmt: skip
         await self.finish(entry, result, status=status_of(result))

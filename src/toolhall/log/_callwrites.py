@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._record import CallRecord
-from ._rows import RowCodec
+from ._rows import CallRow, RowCodec
 from ._writer import FuturesWaker, GroupCommitWriter, ThreadWaker, report_failure, report_recovery, resolve_futures
 
 __all__ = ["INLINE_OUTPUT_CHARS", "CallWrites", "Op", "RowPlan", "plan_rows"]
 
-Op = tuple[bool, CallRecord]
-"""One queued write: (insert the whole row?, the record)."""
+Op = tuple[bool, CallRow]
+"""One queued write: (insert the whole row?, the record or live entry)."""
 
 INLINE_OUTPUT_CHARS = 64 * 1024
 """Final rows with more output than this are redacted and written by the writer thread, off the event loop."""
@@ -39,7 +39,7 @@ class RowPlan:
 
     inserts: list[tuple[Any, ...]]
     updates: list[tuple[Any, ...]]
-    update_records: list[CallRecord]
+    update_records: list[CallRow]
 
     def fallback(self, codec: RowCodec) -> list[tuple[Any, ...]]:
         """Whole rows for the updates, for when some of their rows are missing (written by nobody)."""
@@ -66,9 +66,9 @@ def plan_rows(ops: Sequence[Op], codec: RowCodec) -> RowPlan:
     return RowPlan(inserts, updates, update_records)
 
 
-def _same_row(first: CallRecord, record: CallRecord) -> bool:
+def _same_row(first: CallRow, record: CallRow) -> bool:
     """Whether `record` only changes what a narrow update writes (the columns fixed at the start are equal)."""
-    return (
+    return record is first or (
         record.input is first.input
         and record.tool == first.tool
         and record.started_at == first.started_at
@@ -93,7 +93,7 @@ class CallWrites:
     _writer: GroupCommitWriter[Op]
 
     def _init_writes(self, name: str, maintain: Callable[[], None]) -> None:
-        self._open: dict[str, CallRecord] = {}  # calls whose row this process inserted, not yet final
+        self._open: dict[str, CallRow] = {}  # calls whose row this process inserted, not yet final
         self._batches: dict[asyncio.AbstractEventLoop, tuple[list[Op], list[asyncio.Future[None]]]] = {}
         self._writer = GroupCommitWriter(self._commit_ops, name=name, maintain=maintain)
 
@@ -112,6 +112,10 @@ class CallWrites:
 
         Never raises for a store failure (that is reported once to the `toolhall.log` logger).
         """
+        await self.write_row(record, durable=durable)
+
+    async def write_row(self, record: CallRow, *, durable: bool = False) -> None:
+        """`write` for a session's live entry of a call (no `CallRecord` built per write)."""
         op = self._op(record)
         if not durable:
             self._submit(op, None)
@@ -136,7 +140,7 @@ class CallWrites:
         batch[1].append(future)
         await future
 
-    def _op(self, record: CallRecord) -> Op:
+    def _op(self, record: CallRow) -> Op:
         open_rows = self._open
         first = open_rows.get(record.id)
         if record.status in _OPEN:

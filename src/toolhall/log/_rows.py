@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .._redact import Redactor
 from ._record import CallRecord, PendingApproval
@@ -14,6 +14,7 @@ __all__ = [
     "APPROVAL_COLUMNS",
     "CALL_COLUMNS",
     "UPDATE_COLUMNS",
+    "CallRow",
     "RowCodec",
     "cap_text",
     "to_json",
@@ -37,6 +38,57 @@ APPROVAL_COLUMNS = (
 )  # fmt: skip
 
 Timestamp = Callable[[datetime | None], Any]
+
+
+class CallRow(Protocol):
+    """What a store reads to write a call's row: a `CallRecord`, or a session's live entry of the call.
+
+    A live entry changes between writes of its call, never while one is queued: each durable write returns
+    before the session changes the entry again, and the final (lazy) write is the last change.
+    """
+
+    @property
+    def id(self) -> str: ...  # noqa: D102
+    @property
+    def parent_id(self) -> str | None: ...  # noqa: D102
+    @property
+    def session_id(self) -> str | None: ...  # noqa: D102
+    @property
+    def worker(self) -> str | None: ...  # noqa: D102
+    @property
+    def role(self) -> str | None: ...  # noqa: D102
+    @property
+    def tool(self) -> str: ...  # noqa: D102
+    @property
+    def tool_version(self) -> str | None: ...  # noqa: D102
+    @property
+    def status(self) -> str: ...  # noqa: D102
+    @property
+    def input(self) -> Any: ...  # noqa: D102
+    @property
+    def subjects(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def output(self) -> str | None: ...  # noqa: D102
+    @property
+    def data(self) -> Any: ...  # noqa: D102
+    @property
+    def error_code(self) -> str | None: ...  # noqa: D102
+    @property
+    def error_message(self) -> str | None: ...  # noqa: D102
+    @property
+    def error_details(self) -> dict[str, Any] | None: ...  # noqa: D102
+    @property
+    def approval(self) -> str | None: ...  # noqa: D102
+    @property
+    def started_at(self) -> datetime: ...  # noqa: D102
+    @property
+    def ended_at(self) -> datetime | None: ...  # noqa: D102
+    @property
+    def duration_ms(self) -> float | None: ...  # noqa: D102
+    @property
+    def truncated(self) -> bool: ...  # noqa: D102
+    @property
+    def output_chars(self) -> int | None: ...  # noqa: D102
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -84,7 +136,7 @@ class RowCodec:
         self.ts_in = ts_in
         self.ts_out = ts_out
 
-    def call_row(self, record: CallRecord) -> tuple[Any, ...]:
+    def call_row(self, record: CallRow) -> tuple[Any, ...]:
         """The whole row for a record (`CALL_COLUMNS` order): redacted input, output and data; output capped."""
         output, data, message, details, truncated = self._outcome(record)
         subjects, ended = record.subjects, record.ended_at
@@ -96,7 +148,7 @@ class RowCodec:
             record.duration_ms, truncated, record.output_chars,
         )  # fmt: skip
 
-    def finish_row(self, record: CallRecord) -> tuple[Any, ...]:
+    def finish_row(self, record: CallRow) -> tuple[Any, ...]:
         """What a later write of a call changes (`UPDATE_COLUMNS` order), then the id."""
         output, data, message, details, truncated = self._outcome(record)
         ended = record.ended_at
@@ -106,7 +158,7 @@ class RowCodec:
             record.id,
         )  # fmt: skip
 
-    def _outcome(self, record: CallRecord) -> tuple[str | None, str | None, str | None, str | None, bool]:
+    def _outcome(self, record: CallRow) -> tuple[str | None, str | None, str | None, str | None, bool]:
         """Output, data (JSON), error message, error details (JSON): redacted and capped; and the truncated flag."""
         redact = self.redactor
         output, truncated = record.output, bool(record.truncated)

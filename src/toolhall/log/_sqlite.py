@@ -121,7 +121,9 @@ class SqliteLog(SqlLogBase):
 
     def _ts_in(self, value: datetime | None) -> Any:
         # Fixed-width UTC text sorts in time order, so range queries and prune use the index.
-        return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
+        if value is None:
+            return None
+        return (value if value.tzinfo is UTC else value.astimezone(UTC)).isoformat(timespec="microseconds")
 
     def _ts_out(self, value: Any) -> Any:
         return None if value is None else datetime.fromisoformat(value)
