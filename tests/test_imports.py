@@ -102,5 +102,7 @@ def test_public_names_resolve_and_say_they_live_in_toolhall() -> None:
         " if str(getattr(getattr(toolhall, n), '__module__', '')).startswith('toolhall._')]\n"
         "assert not bad, bad\n"
         "assert set(toolhall.__all__) <= set(dir(toolhall))\n"
+        "assert set(toolhall._LAZY) <= set(toolhall.__all__), 'a lazy name missing from __all__'\n"
+        "from toolhall import *\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
