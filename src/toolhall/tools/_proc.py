@@ -145,6 +145,26 @@ class Process:
         with contextlib.suppress(OSError):
             os.killpg(self.pid, signal.SIGKILL)
 
+    async def group_gone(self, deadline: float) -> bool:
+        """After `kill_group` and reaping: wait (until `deadline`, loop time) for the group to empty.
+
+        A SIGKILLed process is gone only once the kernel has run it to its end, which on a busy machine
+        takes a few ms; without this wait a background child could still show in `ps` when the result
+        comes back. Probing with signal 0 is safe after the reap: a pid is not reused while a group of
+        that id has members, and SIGKILLed members cannot fork new ones. Normally one syscall.
+        """
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                os.killpg(self.pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:  # a member changed its credentials (setuid program): cannot watch it
+                return False
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.002)
+
     def close(self) -> None:
         """Reap the leader if it is gone and close every descriptor we hold (idempotent)."""
         if self._closed:
@@ -272,6 +292,7 @@ async def run(argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, 
             # left in the leader's process group is killed.
             proc.kill_group()
             returncode = proc.popen.wait()
+            await proc.group_gone(loop.time() + drain_grace)
         else:  # deadline or output limit; the pipes keep being read while the tree dies
             pump.forget_exit()
             kill_ms = await proc.kill_tree()
