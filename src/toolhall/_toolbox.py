@@ -270,17 +270,18 @@ async def gather_calls(call: Callable[..., Any], calls: Sequence[CallLike], conc
     if len(pending) <= concurrency:
         # Everything may run at once: no gate and no wrapper coroutine per call (a tenth of a call's cost).
         done = await asyncio.gather(*(call(tool_call, limiter=limiter) for _, tool_call in pending))
+        for (index, _), result in zip(pending, done, strict=True):
+            results[index] = result
     else:
-        gate = asyncio.Semaphore(concurrency)
+        # `concurrency` workers take the calls in order: a finished call's worker starts the next one at
+        # once, with no semaphore hand-off through the event loop.
+        queue = iter(pending)
 
-        async def gated(tool_call: ToolCall) -> ToolResult:
-            async with gate:
-                result: ToolResult = await call(tool_call, limiter=limiter)
-                return result
+        async def worker() -> None:
+            for index, tool_call in queue:
+                results[index] = await call(tool_call, limiter=limiter)
 
-        done = await asyncio.gather(*(gated(tool_call) for _, tool_call in pending))
-    for (index, _), result in zip(pending, done, strict=True):
-        results[index] = result
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
     return [result for result in results if result is not None]  # every slot is filled by now
 
 
