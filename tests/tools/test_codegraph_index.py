@@ -34,6 +34,20 @@ def test_worker_processes_give_the_same_facts_as_parsing_in_process(project: Pat
     assert ("missing.py", None, None) in pooled
 
 
+def test_a_worker_process_parses_its_share(project: Path, tmp_path: Path) -> None:
+    """The worker really runs (no silent fallback to parsing here) and returns every job's outcome."""
+    from toolhall.tools._graph_read import ReadJob, _Worker, read_one
+
+    jobs: list[ReadJob] = [(p.relative_to(project).as_posix(), None) for p in sorted(project.rglob("*.py"))]
+    worker = _Worker(project, jobs, tmp_path / "share")
+    try:
+        outcomes = list(worker.outcomes(None))
+        assert worker.proc is not None and worker.proc.popen.returncode == 0
+    finally:
+        worker.close()
+    assert outcomes == [read_one(project, job) for job in jobs]
+
+
 def test_cancelling_stops_reading(project: Path) -> None:
     """A cancelled read yields nothing more, with or without workers."""
     jobs = [(p.relative_to(project).as_posix(), None) for p in project.rglob("*.py")]

@@ -2,13 +2,12 @@
 
 Extraction is CPU-bound Python (tree-sitter's parse holds the GIL too), so threads do not help: a full
 build splits the files into one share per CPU, parses one share here and hands the others to worker
-processes (`python -m toolhall.tools._graph_read JOBS OUT`). Workers are fresh interpreters started
-through `_proc` rather than `multiprocessing`: "fork" is unsafe in a process with threads (the tool runner,
-the database engine), and "spawn"/"forkserver" re-run the caller's `__main__` script in every child, which
-an unguarded script would turn into running its own side effects again. A worker reads the files itself
-(only paths go out, marshalled facts come back through a private temporary folder) and skips the parse
-when the content hash equals the one already indexed. A worker that fails is not fatal: its share is
-parsed here instead.
+processes, fresh interpreters running `_BOOT` started through `_proc` rather than `multiprocessing`:
+"fork" is unsafe in a process with threads (the tool runner, the database engine), and "spawn" and
+"forkserver" re-run the caller's `__main__` script in every child, which an unguarded script would turn
+into running its own side effects again. A worker reads the files itself (only paths go out, marshalled
+facts come back through a private temporary folder) and skips the parse when the content hash equals the
+one already indexed. A worker that fails is not fatal: its share is parsed here instead.
 """
 
 from __future__ import annotations
@@ -100,16 +99,17 @@ def read_files(
 class _Worker:
     """One worker process parsing a share of the files."""
 
-    def __init__(self, root: Path, jobs: list[ReadJob], base: Path) -> None:
+    def __init__(self, root: Path, jobs: Sequence[ReadJob], base: Path) -> None:
         from ._proc import spawn
 
-        self.root, self.jobs = root, jobs
+        self.root, self.jobs = root, list(jobs)
         self.out = base.with_suffix(".out")
         job_file = base.with_suffix(".jobs")
-        job_file.write_bytes(marshal.dumps((str(root), jobs)))
-        # The child must import this package exactly as we did, from a checkout or an installed copy.
+        job_file.write_bytes(marshal.dumps((str(root), self.jobs)))
+        # toolhall comes from this very folder (see _BOOT); tree-sitter from wherever this process found it.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        argv = [sys.executable, "-m", __name__, str(job_file), str(self.out)]
+        tools = Path(__file__).parent
+        argv = [sys.executable, "-c", _BOOT, str(tools.parent), str(tools), str(job_file), str(self.out)]
         try:
             self.proc: Any = spawn(argv, env=env)
         except OSError:
@@ -156,6 +156,20 @@ def _shares(root: Path, jobs: Sequence[ReadJob], count: int) -> list[list[ReadJo
     return shares
 
 
+# The worker needs this module and the parser only. Importing them through the real packages would run
+# `toolhall.tools/__init__`, which loads the whole tool layer (about 0.25 s per worker); bare package
+# stand-ins pointing at the same folders load just the two modules.
+_BOOT = """\
+import sys, types
+for name, path in (("toolhall", sys.argv[1]), ("toolhall.tools", sys.argv[2])):
+    package = types.ModuleType(name)
+    package.__path__ = [path]
+    sys.modules[name] = package
+from toolhall.tools._graph_read import _main
+sys.exit(_main(sys.argv[3:]))
+"""
+
+
 def _main(argv: list[str]) -> int:
     """Worker entry point: read the job file, write the marshalled outcomes (atomically) to OUT."""
     job_file, out = Path(argv[0]), Path(argv[1])
@@ -165,7 +179,3 @@ def _main(argv: list[str]) -> int:
     partial.write_bytes(marshal.dumps(outcomes))
     partial.replace(out)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
