@@ -242,8 +242,81 @@ async def test_bwrap_keeps_git_hooks_and_state_read_only(ws: Path) -> None:
     (ws / ".toolhall").mkdir()
     script = ("echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo evil > .toolhall/x; "
               "echo ok > .git/HEAD")
-    await run(make(ws, "bwrap"), ["sh", "-c", script])
+    result = await run(make(ws, "bwrap"), ["sh", "-c", script])
+    assert result.data["read_only"] == [".toolhall", ".git/hooks", ".git/config"]
+    assert result.data["fixed_dirs"] == []
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert (ws / ".git" / "config").read_text() == "[core]\n"
     assert not (ws / ".toolhall" / "x").exists()
     assert (ws / ".git" / "HEAD").read_text() == "ok\n"  # the rest of .git stays writable for git itself
+
+
+def git_like_workspace(ws: Path) -> None:
+    """A workspace holding a .git (hooks, config, HEAD, objects), .toolhall, a folder and a top file."""
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "objects").mkdir()
+    (ws / ".git" / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / ".toolhall").mkdir()
+    (ws / "src").mkdir()
+    (ws / "top.txt").write_text("top\n")
+
+
+ATTACKS = ("echo evil > .git/hooks/pre-commit; echo evil >> .git/hooks/pre-commit.sample; "
+           "ln -s /bin/sh .git/hooks/post-checkout; echo evil >> .git/config; mv .git/config .git/c2; "
+           "rm -rf .git/hooks; mv .git/hooks .git/h; mv .git .g; echo evil > .toolhall/x; rm -rf .toolhall; ")
+
+
+@pytest.mark.anyio
+async def test_landlock_keeps_git_hooks_config_and_state_read_only(ws: Path) -> None:
+    """Under Landlock, hooks, .git/config and .toolhall survive every write, rename and delete attempt."""
+    require_backend("landlock")
+    git_like_workspace(ws)
+    script = ATTACKS + ("echo ok > .git/HEAD; echo o > .git/objects/o; echo ok >> top.txt; mkdir src/d; "
+                        "echo ok > src/d/new.txt; mv src/d src/e")
+    result = await run(make(ws, "landlock"), ["sh", "-c", script])
+    assert sorted(p.name for p in (ws / ".git" / "hooks").iterdir()) == ["pre-commit.sample"]
+    assert (ws / ".git" / "hooks" / "pre-commit.sample").read_text() == "#!/bin/sh\n"
+    assert (ws / ".git" / "config").read_text() == "[core]\n" and not (ws / ".git" / "c2").exists()
+    assert list((ws / ".toolhall").iterdir()) == [] and not (ws / ".g").exists()
+    # Everything else stays writable, inside .git (for git's objects and refs) and out.
+    assert (ws / ".git" / "HEAD").read_text() == "ok\n" and (ws / ".git" / "objects" / "o").exists()
+    assert (ws / "top.txt").read_text() == "top\nok\n" and (ws / "src" / "e" / "new.txt").exists()
+    assert result.data["read_only"] == [".git/config", ".git/hooks", ".toolhall"]
+    assert result.data["fixed_dirs"] == [".", ".git"]
+
+
+@pytest.mark.anyio
+async def test_landlock_protection_costs_new_entries_in_the_root_and_in_git(ws: Path) -> None:
+    """The price, as the result reports it: no new top-level entry and no lock file directly in .git."""
+    require_backend("landlock")
+    git_like_workspace(ws)
+    result = await run(make(ws, "landlock"), ["sh", "-c", "touch new.txt; touch .git/index.lock; echo done"])
+    assert result.data["stdout"] == "done\n" and "Permission denied" in result.data["stderr"]
+    assert not (ws / "new.txt").exists() and not (ws / ".git" / "index.lock").exists()
+
+
+@pytest.mark.anyio
+async def test_landlock_workspace_without_git_or_state_is_writable_as_a_whole(ws: Path) -> None:
+    """With nothing to protect, the root is one writable grant: new top-level files are fine."""
+    require_backend("landlock")
+    result = await run(make(ws, "landlock"), ["sh", "-c", "touch new.txt && mkdir d && mv d e"])
+    assert result.ok and result.data["exit_code"] == 0
+    assert (ws / "new.txt").exists() and (ws / "e").is_dir()
+    assert result.data["read_only"] == [] and result.data["fixed_dirs"] == []
+
+
+@pytest.mark.anyio
+async def test_landlock_grants_never_follow_a_top_level_symlink(ws: Path, tmp_path: Path) -> None:
+    """A top-level link to a folder outside gets no grant of its own, so writing through it fails."""
+    require_backend("landlock")
+    git_like_workspace(ws)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "out").symlink_to(outside)
+    (ws / "git-config-link").symlink_to(ws / ".git" / "config")
+    result = await run(make(ws, "landlock"), ["sh", "-c", "echo x > out/f; echo evil >> git-config-link"])
+    assert list(outside.iterdir()) == []
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
+    assert result.data["stderr"].count("Permission denied") == 2

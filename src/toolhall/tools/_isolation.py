@@ -15,6 +15,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import struct
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -195,9 +196,12 @@ def _landlock_restrict(ro: Sequence[str], rw: Sequence[str], list_only: Sequence
     if fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
-        rules = [(p, _FS_READ) for p in ro] + [(p, fs_all) for p in rw] + [(p, 8) for p in list_only]
-        for path, access in rules:
-            _landlock_add(libc, fd, path, access, fs_all)
+        for path in ro:
+            _landlock_add(libc, fd, path, _FS_READ, fs_all)
+        for path in list_only:
+            _landlock_add(libc, fd, path, 8, fs_all)  # read_dir
+        for path in rw:
+            _landlock_add(libc, fd, path, fs_all, fs_all, follow=False)
         if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, required by restrict_self
             raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
         if libc.syscall(ctypes.c_long(_LL_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
@@ -206,13 +210,16 @@ def _landlock_restrict(ro: Sequence[str], rw: Sequence[str], list_only: Sequence
         os.close(fd)
 
 
-def _landlock_add(libc: Any, ruleset: int, path: str, access: int, fs_all: int) -> None:
+def _landlock_add(libc: Any, ruleset: int, path: str, access: int, fs_all: int, *, follow: bool = True) -> None:
     try:
-        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
     except OSError:
         return  # a missing optional root (e.g. /lib32) simply is not granted
     try:
-        if not os.path.isdir(f"/proc/self/fd/{pfd}"):
+        mode = os.fstat(pfd).st_mode
+        if stat.S_ISLNK(mode):
+            return  # a writable grant never follows a link: it could point anywhere on the host
+        if not stat.S_ISDIR(mode):
             access &= _FS_FILE | (1 << 14) | (1 << 15)  # only file rights are valid on a file
         rule = struct.pack("=Qi", access & fs_all, pfd)
         if libc.syscall(ctypes.c_long(_LL_ADD), ctypes.c_int(ruleset), ctypes.c_int(1), rule,
@@ -351,11 +358,16 @@ def prlimit_argv(limits: Mapping[str, int]) -> list[str]:
     return [tool, *(f"{_PRLIMIT_FLAGS[k]}={v}" for k, v in sorted(limits.items())), "--"]
 
 
-def landlock_argv(argv: Sequence[str], *, workspace: str, tmp: str, network: bool,
-                  limits: Mapping[str, int], pidns: bool = True) -> list[str]:
-    """The Landlock launcher command line (a fresh interpreter running this file as a script)."""
-    spec = {"argv": list(argv), "ro": [p for p in SYSTEM_RO if p != "/etc"] + _etc_entries() + ["/proc"],
-            "rw": [workspace, tmp, *DEV_RW], "network": network, "limits": dict(limits), "pidns": pidns}
+def landlock_argv(argv: Sequence[str], *, workspace: str, tmp: str, network: bool, limits: Mapping[str, int],
+                  pidns: bool = True, workspace_grants: tuple[Sequence[str], Sequence[str]] | None = None) -> list[str]:
+    """The Landlock launcher command line (a fresh interpreter running this file as a script).
+
+    `workspace_grants` is `(read_only, writable)` paths standing in for the whole workspace being
+    writable (see `_protect.landlock_grants`); writable grants never follow a symlink.
+    """
+    ws_ro, ws_rw = workspace_grants if workspace_grants is not None else ((), (workspace,))
+    spec = {"argv": list(argv), "ro": [p for p in SYSTEM_RO if p != "/etc"] + _etc_entries() + ["/proc", *ws_ro],
+            "rw": [*ws_rw, tmp, *DEV_RW], "network": network, "limits": dict(limits), "pidns": pidns}
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), json.dumps(spec)]
 
 

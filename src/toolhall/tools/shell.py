@@ -7,7 +7,9 @@ are every simple command of the line (`a && b; $(c)` gives three), so an allow r
 Every command runs under the strongest confinement the machine offers (bubblewrap, else Landlock +
 seccomp), with rlimits, a scrubbed environment, a private /tmp, no network unless enabled, and a deadline
 after which the whole process tree is killed. Where no confinement exists the tools refuse to run unless
-`allow_unconfined=True`, and then every result says `"isolation": "none"`.
+`allow_unconfined=True`, and then every result says `"isolation": "none"`. Results also list the
+workspace paths the command could not change (`read_only`: `.git/hooks`, `.git/config`, `.toolhall`)
+and, under Landlock, the folders whose entries it could not add or remove (`fixed_dirs`; see `_protect`).
 
 Example:
     ```python
@@ -37,7 +39,7 @@ from .._errors import ConfigError, ToolCallError
 from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
-from . import _isolation, _proc
+from . import _isolation, _proc, _protect
 from ._cmdline import UNPARSEABLE, split_commands
 from ._scratch import ScratchDirs
 
@@ -268,17 +270,25 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
         raise ToolCallError(f"cwd {cwd!r} is not a folder in the workspace", code="invalid_input")
     _check_program(cfg, argv[0], workdir)
     extra = {**cfg.env, **_check_env(env or {}, where="env")}
+    grants = _grants(cfg)
     tmp = None if cfg.backend == "bwrap" else cfg.scratch.acquire()  # bwrap mounts its own tmpfs
     try:
         done = await _launch(cfg, argv, workdir=str(workdir), tmp=tmp, timeout=timeout, extra_env=extra,
-                             stdin=stdin.encode() if stdin is not None else None)
+                             stdin=stdin.encode() if stdin is not None else None, grants=grants)
     except OSError as exc:
         raise ToolCallError(f"cannot start {argv[0]!r}: {exc.strerror or exc}", code="execution_error",
                             details={"errno": exc.errno}) from exc
     finally:
         if tmp is not None:
             cfg.scratch.release(tmp)
-    return _outcome(cfg, done, timeout)
+    return _outcome(cfg, done, timeout, grants)
+
+
+def _grants(cfg: _Config) -> _protect.Grants | None:
+    """Which workspace paths this command cannot change, computed as it starts (entries come and go)."""
+    if cfg.backend == "landlock":
+        return _protect.landlock_grants(str(cfg.ws.root))
+    return _protect.bwrap_read_only(str(cfg.ws.root)) if cfg.backend == "bwrap" else None
 
 
 def _check_argv(argv: Sequence[str]) -> None:
@@ -336,7 +346,8 @@ def _environment(cfg: _Config, home: str, extra: Mapping[str, str]) -> dict[str,
 
 
 async def _launch(cfg: _Config, argv: Sequence[str], *, workdir: str, tmp: str | None, timeout: float,
-                  extra_env: Mapping[str, str], stdin: bytes | None) -> _proc.Completed:
+                  extra_env: Mapping[str, str], stdin: bytes | None,
+                  grants: _protect.Grants | None) -> _proc.Completed:
     root = str(cfg.ws.root)
     opts: dict[str, Any] = {"timeout": timeout, "stdin": stdin, "max_output_bytes": cfg.max_output_bytes,
                             "max_read_bytes": cfg.max_read_bytes}
@@ -355,13 +366,15 @@ async def _launch(cfg: _Config, argv: Sequence[str], *, workdir: str, tmp: str |
     assert tmp is not None
     env = _environment(cfg, tmp, extra_env)
     if cfg.backend == "landlock":
-        full = _isolation.landlock_argv(argv, workspace=root, tmp=tmp, network=cfg.network, limits=cfg.limits)
+        assert grants is not None
+        full = _isolation.landlock_argv(argv, workspace=root, tmp=tmp, network=cfg.network, limits=cfg.limits,
+                                        workspace_grants=(grants.read, grants.write))
     else:
         full = _isolation.prlimit_argv(cfg.limits) + list(argv)
     return await _proc.run(full, cwd=workdir, env=env, **opts)
 
 
-def _outcome(cfg: _Config, done: _proc.Completed, timeout: float) -> dict[str, Any]:
+def _outcome(cfg: _Config, done: _proc.Completed, timeout: float, grants: _protect.Grants | None) -> dict[str, Any]:
     unenforced = ["processes"] if "processes" in cfg.limits and os.geteuid() == 0 else []
     sig = done.signal
     if cfg.backend == "bwrap" and sig is None and done.exit_code is not None and done.exit_code > 128:
@@ -375,6 +388,7 @@ def _outcome(cfg: _Config, done: _proc.Completed, timeout: float) -> dict[str, A
         "network": cfg.network, "stdout_bytes": done.stdout_bytes, "stderr_bytes": done.stderr_bytes,
         "limits": dict(cfg.limits), "unenforced_limits": unenforced,
         "kill_ms": round(done.kill_ms, 1) if done.kill_ms is not None else None,
+        "read_only": grants.read_only if grants else [], "fixed_dirs": grants.fixed_dirs if grants else [],
     }
     if done.killed_by == "timeout":
         raise ToolCallError(
