@@ -13,9 +13,8 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.client.streamable_http import streamable_http_client
-
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from ._serving import Served, serve_env, serve_http, toolhall_command
 
