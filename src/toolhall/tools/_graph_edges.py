@@ -56,9 +56,20 @@ def _caller(table: ModTable, scope: int) -> tuple[str, str]:
 
 
 def _call_edges(resolver: Resolver, table: ModTable, edges: set[Edge]) -> None:
+    # 40% of the stdlib's call sites repeat a (scope, callee) pair of the same file (`self.assertEqual`
+    # twenty times in one test): resolve each pair once. The file's dependencies were recorded the first time.
+    seen: dict[tuple[int, tuple[str, ...]], list[tuple[Target, str]]] = {}
+    callers: dict[int, tuple[str, str]] = {}
     for scope, line, chain in table.facts["calls"]:
-        src_label, src_id = _caller(table, scope)
-        for target, how in call_targets(resolver, table, scope, chain):
+        key = (scope, tuple(chain))
+        targets = seen.get(key)
+        if targets is None:
+            targets = seen[key] = call_targets(resolver, table, scope, chain)
+        caller = callers.get(scope)
+        if caller is None:
+            caller = callers[scope] = _caller(table, scope)
+        src_label, src_id = caller
+        for target, how in targets:
             if target[0] == "F":
                 edges.add(("CALLS", src_label, src_id, "Function", target[1], (line, how)))
             elif target[0] == "E":
