@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ._isolation import PROTECTED
 
-__all__ = ["Grants", "bwrap_read_only", "landlock_grants"]
+__all__ = ["Grants", "bwrap_read_only", "grants_for", "landlock_grants"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -88,3 +88,10 @@ def bwrap_read_only(workspace: str) -> Grants:
 
 def _bindable(path: str) -> bool:
     return os.path.exists(path) and not os.path.islink(path)
+
+
+def grants_for(backend: str, workspace: str) -> Grants | None:
+    """What `backend` protects in `workspace` for the command about to start (None: nothing, unconfined)."""
+    if backend == "landlock":
+        return landlock_grants(workspace)
+    return bwrap_read_only(workspace) if backend == "bwrap" else None

@@ -270,7 +270,7 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
         raise ToolCallError(f"cwd {cwd!r} is not a folder in the workspace", code="invalid_input")
     _check_program(cfg, argv[0], workdir)
     extra = {**cfg.env, **_check_env(env or {}, where="env")}
-    grants = _grants(cfg)
+    grants = _protect.grants_for(cfg.backend, str(cfg.ws.root))  # per command: entries come and go
     tmp = None if cfg.backend == "bwrap" else cfg.scratch.acquire()  # bwrap mounts its own tmpfs
     try:
         done = await _launch(cfg, argv, workdir=str(workdir), tmp=tmp, timeout=timeout, extra_env=extra,
@@ -282,13 +282,6 @@ async def _execute(cfg: _Config, argv: Sequence[str], *, cwd: str, timeout: floa
         if tmp is not None:
             cfg.scratch.release(tmp)
     return _outcome(cfg, done, timeout, grants)
-
-
-def _grants(cfg: _Config) -> _protect.Grants | None:
-    """Which workspace paths this command cannot change, computed as it starts (entries come and go)."""
-    if cfg.backend == "landlock":
-        return _protect.landlock_grants(str(cfg.ws.root))
-    return _protect.bwrap_read_only(str(cfg.ws.root)) if cfg.backend == "bwrap" else None
 
 
 def _check_argv(argv: Sequence[str]) -> None:
