@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Protocol
 
 from .._redact import Redactor
@@ -92,12 +93,28 @@ class CallRow(Protocol):
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+# The C encoder behind `_ENCODER`, built once: `JSONEncoder.encode` builds a new one per call, which cost
+# more than encoding a small argument dict. Without a circular-reference check (a cycle raises
+# RecursionError, and the slow path then reports it as `_ENCODER` would).
+_C_ENCODE = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True) if c_make_encoder else None
 
 
 def to_json(value: Any) -> str | None:
     """JSON text for a column; values JSON cannot express are written as their `str()`."""
     if value is None:
         return None
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if kind is int:
+        return str(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if _C_ENCODE is not None:
+        try:
+            return "".join(_C_ENCODE(value, 0))
+        except RecursionError:
+            pass
     return _ENCODER.encode(value)
 
 
