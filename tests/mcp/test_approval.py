@@ -104,3 +104,37 @@ async def test_first_answer_wins_between_client_and_console() -> None:
         result = await client.call_tool("launch", {"target": "saturn"})
     assert not result.is_error and ran == ["saturn"]
     assert log.pending_approvals() == []
+
+
+@pytest.mark.parametrize(("decision", "runs"), [("approve", True), ("deny", False)])
+async def test_modern_clients_answer_through_an_input_required_round(decision: str, runs: bool) -> None:
+    """On a 2026-07-28 connection the call asks with InputRequiredResult; the client's retry carries the answer."""
+    ran.clear()
+    log = MemoryLog()
+    async with Client(
+        build_server(session_with(ElicitingApprover(), log)), elicitation_callback=answering(decision)
+    ) as c:
+        assert c.protocol_version == "2026-07-28"
+        result = await c.call_tool("launch", {"target": "pluto"})
+    assert result.is_error is not runs
+    assert ran == (["pluto"] if runs else [])
+    statuses = [record.status for record in log.calls()]
+    assert statuses.count("ok") == (1 if runs else 0)
+
+
+async def test_a_modern_answer_counts_only_for_the_call_it_was_given_for() -> None:
+    """A retry whose arguments differ from the asked call does not inherit the approval."""
+    import mcp_types as types
+
+    ran.clear()
+    session = session_with(ElicitingApprover())
+    async with Client(build_server(session), elicitation_callback=answering("approve")) as client:
+        first = await client.session.call_tool("launch", {"target": "a"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        approved = {"toolhall_approval": types.ElicitResult(action="accept", content={"decision": "approve"})}
+        swapped = await client.session.call_tool(
+            "launch", {"target": "b"}, input_responses=approved, request_state=first.request_state,
+            allow_input_required=True,
+        )  # fmt: skip
+        assert isinstance(swapped, types.InputRequiredResult)
+    assert ran == []

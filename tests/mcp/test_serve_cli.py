@@ -118,8 +118,8 @@ async def test_stdio_write_runs_when_the_user_approves_through_elicitation(works
     assert len(asked) == 1 and "write_file" in asked[0] and "new.txt" in asked[0]
 
 
-async def test_stdio_modern_protocol_client_is_denied_not_approved(workspace: Path) -> None:
-    """A 2026-07-28 client cannot be asked mid-call (no back-channel): the call is denied, never run unasked."""
+async def test_stdio_modern_protocol_client_is_asked_through_the_result(workspace: Path) -> None:
+    """A 2026-07-28 client is asked through an InputRequiredResult and its approval lets the write run."""
     asked: list[str] = []
 
     async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
@@ -128,8 +128,16 @@ async def test_stdio_modern_protocol_client_is_denied_not_approved(workspace: Pa
 
     async with Client(stdio(workspace), mode="auto", elicitation_callback=answer) as client:
         result = await client.call_tool("write_file", {"path": "new.txt", "content": "x"})
+    assert not result.is_error, text_of(result)
+    assert (workspace / "new.txt").read_text() == "x" and len(asked) == 1 and "write_file" in asked[0]
+
+
+async def test_stdio_modern_protocol_client_without_elicitation_is_denied(workspace: Path) -> None:
+    """A 2026-07-28 client that cannot be asked: denied, never run unasked."""
+    async with Client(stdio(workspace), mode="auto") as client:
+        result = await client.call_tool("write_file", {"path": "new.txt", "content": "x"})
     assert result.is_error and "denied" in text_of(result)
-    assert not (workspace / "new.txt").exists() and asked == []
+    assert not (workspace / "new.txt").exists()
 
 
 async def test_stdio_elicitation_decline_denies(workspace: Path) -> None:

@@ -10,24 +10,20 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 
+from ..policy import Approval
+from ._rounds import APPROVAL_SCHEMA, current_round
 from .server import current_request
 
 __all__ = ["ElicitingApprover"]
 
 _logger = logging.getLogger("toolhall.mcp")
 
-_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Decision",
-            "enum": ["approve", "deny", "approve_session"],
-            "description": "approve this call, deny it, or approve this tool for the rest of the session",
-        }
-    },
-    "required": ["decision"],
-}
+
+def _message(request: Any) -> str:
+    tool = getattr(request, "tool", None)
+    name = getattr(tool, "name", None) or getattr(request, "tool_name", "tool")
+    arguments = json.dumps(getattr(request, "arguments", {}), default=str)[:1500]
+    return f"toolhall: allow {name} with {arguments}?"
 
 
 def _client_can_elicit(ctx: Any) -> bool:
@@ -54,6 +50,15 @@ class ElicitingApprover:
         ctx = current_request()
         can_elicit = ctx is not None and _client_can_elicit(ctx)
         fallback = self.fallback
+        round_ = current_round()
+        if round_ is not None and round_.modern:
+            # 2026-07-28: no mid-call requests; ask through the result and take the answer on the retry.
+            if round_.answer is not None:
+                return round_.answer
+            if can_elicit:
+                round_.asked.append(_message(request))
+                return Approval("deny", reason="waiting for the client's answer (it retries the call with it)")
+            return await fallback(request) if callable(fallback) else "deny"
         if not callable(fallback):
             return await _elicit(ctx, request) if can_elicit else "deny"
         if not can_elicit:
@@ -74,12 +79,8 @@ class ElicitingApprover:
 
 async def _elicit(ctx: Any, request: Any, *, quiet_decline: bool = False) -> Any:
     """The client's answer; with `quiet_decline`, a client that cannot answer yields None (keep waiting)."""
-    tool = getattr(request, "tool", None)
-    name = getattr(tool, "name", None) or getattr(request, "tool_name", "tool")
-    arguments = json.dumps(getattr(request, "arguments", {}), default=str)[:1500]
-    message = f"toolhall: allow {name} with {arguments}?"
     try:
-        answer = await ctx.session.elicit_form(message, _SCHEMA)
+        answer = await ctx.session.elicit_form(_message(request), APPROVAL_SCHEMA)
     except Exception as exc:  # noqa: BLE001 - a client that fails to answer has not approved
         _logger.warning("elicitation failed: %s", exc)
         if quiet_decline:

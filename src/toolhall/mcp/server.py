@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .._context import ToolContext
 from .._result import ToolCall, ToolResult
 from ._convert import result_to_mcp, tool_to_mcp
+from ._rounds import RoundKeeper
 
 __all__ = [
     "ServeTarget",
@@ -106,8 +107,13 @@ def build_server(target: ServeTarget, *, name: str = "toolhall", instructions: s
         listing.update({entry["name"]: entry for entry in entries})
         return types.ListToolsResult(tools=[tool_to_mcp(entry) for entry in entries])
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    rounds = RoundKeeper()
+
+    async def call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         token = _request.set(ctx)
+        round_token = rounds.begin(ctx, params)
         try:
 
             async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -116,7 +122,10 @@ def build_server(target: ServeTarget, *, name: str = "toolhall", instructions: s
             context = ToolContext(progress=progress, extra={"transport": "mcp"})
             result = await target.call(ToolCall(params.name, params.arguments or {}), context=context)
         finally:
+            finished = rounds.end(round_token)
             _request.reset(token)
+        if finished is not None and finished.asked:
+            return rounds.input_required(finished, params)
         entry = listing.get(params.name)
         structured = entry is None or "outputSchema" in entry or not isinstance(result.data, str)
         return result_to_mcp(result, structured=structured)
