@@ -44,7 +44,7 @@ def serve(
     Example: toolhall serve --http --port 8765   (or: toolhall serve --toolbox mypkg.tools:toolbox)
     """
     from .._session import Session
-    from ..console import QueueApprover, console_routes
+    from ..policy import QueueApprover
     from ..mcp._approval import ElicitingApprover
     from ..mcp.server import new_token, serve_http, serve_stdio
 
@@ -86,11 +86,11 @@ def serve(
                     return
                 address = bind if ":" not in bind else f"[{bind}]"
                 url = f"http://{address}:{bind_port}/mcp"
-                routes = (
-                    console_routes(store, token=secret, host=bind, approval_timeout=cfg.approval_timeout)
-                    if console_on
-                    else []
-                )
+                routes: list[Any] = []
+                if console_on:
+                    from ..console import console_routes
+
+                    routes = console_routes(store, token=secret, host=bind, approval_timeout=cfg.approval_timeout)
                 print(f"toolhall serving {len(session.schemas('mcp'))} tools for {app.workspace.root}", file=sys.stderr)
                 print(f"  MCP endpoint: {url}", file=sys.stderr)
                 print(f"  token:        {secret}", file=sys.stderr)
