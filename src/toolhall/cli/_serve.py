@@ -44,9 +44,9 @@ def serve(
     Example: toolhall serve --http --port 8765   (or: toolhall serve --toolbox mypkg.tools:toolbox)
     """
     from .._session import Session
-    from ..policy import QueueApprover
     from ..mcp._approval import ElicitingApprover
     from ..mcp.server import new_token, serve_http, serve_stdio
+    from ..policy import QueueApprover
 
     app = load_app(config, workspace)
     cfg = app.config.serve
