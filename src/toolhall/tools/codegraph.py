@@ -179,7 +179,8 @@ def _index_tool(state: _Binding, timeout: float) -> Tool:
         """Build or refresh the code graph after files changed: only changed files are parsed again.
 
         Returns what the run did: mode ("full", "incremental" or "unchanged"), files, parsed, resolved,
-        nodes/edges added and removed, files with syntax errors, skipped files and seconds taken.
+        nodes/edges added and removed, files with syntax errors, skipped files, seconds taken and phases
+        (seconds per stage: load, scan, parse, tables, resolve, diff, write, cache).
         """
         return state.index(ctx)
 
