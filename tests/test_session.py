@@ -203,7 +203,7 @@ async def test_output_is_truncated_for_the_model_but_logged_in_full() -> None:
     """The model gets max_output_chars; the log keeps all 10,000 characters."""
     log = MemoryLog()
     result = await Session(toolbox(), log=log, max_output_chars=500).call("big")
-    assert result.truncated and len(result.output) <= 500 and result.call_id in result.output
+    assert result.truncated and len(result.output) <= 500 and (result.call_id or "?") in result.output
     row = log.get(result.call_id or "")
     assert row is not None and len(row.output or "") == 10_000 and row.output_chars == 10_000
 
@@ -270,3 +270,20 @@ def test_bad_constructor_arguments_are_clear_errors() -> None:
         Session(toolbox(), max_output_chars=0)
     with pytest.raises(TypeError, match="approver"):
         Session(toolbox(), approver="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_call_ids_are_unique_well_formed_and_sort_by_time() -> None:
+    """Ids the session makes look like any call id and sort in call order (the log's id index grows at its end)."""
+    import re
+
+    session = Session(toolbox(), log=False)
+    ids = []
+    for _ in range(3):
+        ids += [r.call_id or "" for r in await session.call_many([("add", {"a": 1, "b": 1})] * 300)]
+        await anyio.sleep(0.002)
+    assert len(set(ids)) == len(ids) == 900
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+    assert ids[0] < ids[300] < ids[600]
+    given = await session.call(ToolCall(id="call_from_the_model", name="add", arguments={"a": 1, "b": 2}))
+    assert given.call_id == "call_from_the_model"

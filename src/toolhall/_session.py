@@ -25,9 +25,9 @@ import anyio
 import anyio.to_thread
 
 from ._context import ToolContext
-from ._invoke import ValidatedCall, error_result, execute, new_call_id, validate
+from ._invoke import ValidatedCall, error_result, execute, validate
 from ._result import ToolCall, ToolResult
-from ._session_record import RecordBook, status_of
+from ._session_record import RecordBook, ordered_call_id, status_of
 from ._tool import Tool
 from ._toolbox import CallLike, Toolbox, gather_calls, run_sync
 from ._truncate import truncate
@@ -154,7 +154,7 @@ class Session:
             name, arguments, call_id = name_or_call.name, name_or_call.arguments, name_or_call.id
         else:
             name, call_id = name_or_call, None
-        call_id = call_id or new_call_id()
+        call_id = call_id or ordered_call_id()
         found = self.toolbox.lookup(name)
         if isinstance(found, ToolResult):
             result = dataclasses.replace(found, call_id=call_id)
