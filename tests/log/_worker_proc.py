@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 
-from toolhall import Policy, Session, SqliteLog, Toolbox, ToolContext, tool
+from toolhall import Policy, PostgresLog, Session, SqliteLog, Toolbox, ToolContext, tool
 
 
 def main() -> None:
@@ -19,11 +19,10 @@ def main() -> None:
             os.write(fd, (ctx.call_id + "\n").encode())
         return n
 
+    log: SqliteLog | PostgresLog
     if kind == "sqlite":
         log = SqliteLog(target)
     else:
-        from toolhall import PostgresLog
-
         log = PostgresLog(target)
     session = Session(Toolbox([mark]), log=log, policy=Policy(), session_id=f"proc-{os.getpid()}")
 

@@ -113,3 +113,22 @@ async def test_lazy_final_rows_reach_the_store_without_a_flush(store: Any) -> No
     with anyio.fail_after(5):
         while rec.id not in await anyio.to_thread.run_sync(_ids, store):
             await anyio.sleep(0.01)
+
+
+@pytest.mark.anyio
+async def test_final_writes_of_many_vanished_rows_write_whole_rows(store: Any) -> None:
+    """A group of final writes whose rows were deleted meanwhile still leaves every row complete."""
+    starts = [record() for _ in range(6)]
+
+    async def start(rec: Any) -> None:
+        await store.write(rec, durable=True)
+
+    async with anyio.create_task_group() as tg:
+        for rec in starts:
+            tg.start_soon(start, rec)
+    await anyio.to_thread.run_sync(_outside, store, "DELETE FROM toolhall_calls")
+    for rec in starts:
+        await store.write(replace(rec, status="ok", output="done"))
+    store.flush()
+    rows = _outside(store, "SELECT status, output, input FROM toolhall_calls")
+    assert len(rows) == 6 and {row[:2] for row in rows} == {("ok", "done")} and rows[0][2] == '{"path":"a.txt"}'
