@@ -344,3 +344,18 @@ def test_nothing_ever_raises(name: str, arguments: Any) -> None:
     assert result.ok in (True, False)
     assert result.ok == (result.error is None)
     assert isinstance(result.output, str)
+
+
+def test_the_fast_success_result_equals_the_constructors() -> None:
+    """The hot path's ToolResult is field for field what ToolResult(ok=True, ...) builds."""
+    from datetime import UTC, datetime
+
+    from toolhall import ToolResult
+    from toolhall._result import ok_result
+
+    now = datetime.now(UTC)
+    parts = (Text(text="3"),)
+    fast = ok_result("3", 3, parts, 1.5, "call_1", "add", now, now)
+    slow = ToolResult(ok=True, output="3", data=3, content=parts, duration_ms=1.5, call_id="call_1",
+                      tool_name="add", started_at=now, ended_at=now)  # fmt: skip
+    assert fast == slow and fast.error is None and fast.exception is None and fast.truncated is False

@@ -28,8 +28,8 @@ from ._codes import ErrorCode
 from ._context import CancelSignal, ToolContext
 from ._errormap import error_from_exception
 from ._errors import ArgumentsError
-from ._output import ok_result, render
-from ._result import ToolError, ToolResult
+from ._output import render
+from ._result import ToolError, ToolResult, ok_result
 from ._tool import Tool
 
 __all__ = [

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_json, to_jsonable_python
 
-from ._result import Audio, ContentPart, Image, Resource, Text, ToolResult
+from ._result import Audio, ContentPart, Image, Resource, Text
 
-__all__ = ["ok_result", "render"]
+__all__ = ["render"]
 
 _PARTS = (Text, Image, Audio, Resource)
 _SMALL_INT = 10**300
@@ -78,72 +75,3 @@ def _safe_repr(value: Any) -> str:
         return repr(value)
     except Exception:  # noqa: BLE001 - a __repr__ that raises still must not fail the call
         return f"<unrepresentable {type(value).__name__}>"
-
-
-# -- the success result -----------------------------------------------------------------------
-# ToolResult is a frozen slots dataclass: its __init__ sets each of its twelve fields through
-# object.__setattr__(self, "name", value), about 1.5 µs, a fifth of a call's own overhead. The success
-# path calls the slots' setters directly instead (what that __init__ does, minus the name lookups), but
-# only while ToolResult still has exactly these fields, defaults and no __post_init__; else the class.
-_RESULT_FIELDS = (
-    "ok", "output", "data", "content", "error", "duration_ms",
-    "truncated", "call_id", "tool_name", "started_at", "ended_at", "exception",
-)  # fmt: skip
-_LEFT_AT_DEFAULT = {"error": None, "truncated": False, "exception": None}
-
-
-def _slot_setters() -> list[Callable[[Any, Any], None]] | None:
-    fields = dataclasses.fields(ToolResult)
-    if hasattr(ToolResult, "__post_init__") or tuple(f.name for f in fields) != _RESULT_FIELDS:
-        return None
-    if any(f.name in _LEFT_AT_DEFAULT and f.default != _LEFT_AT_DEFAULT[f.name] for f in fields):
-        return None
-    slots = [vars(ToolResult).get(name) for name in _RESULT_FIELDS]
-    if not all(type(slot).__name__ == "member_descriptor" for slot in slots):
-        return None
-    return [slot.__set__ for slot in slots]  # type: ignore[union-attr]
-
-
-def _ok_result_slots(
-    output: str, data: Any, content: Any, duration_ms: float, call_id: str, tool_name: str,
-    started_at: datetime, ended_at: datetime,
-) -> ToolResult:  # fmt: skip
-    result: ToolResult = _new(ToolResult)
-    _ok(result, True)
-    _output(result, output)
-    _data(result, data)
-    _content(result, content)
-    _error(result, None)
-    _duration(result, duration_ms)
-    _truncated(result, False)
-    _call_id(result, call_id)
-    _tool_name(result, tool_name)
-    _started(result, started_at)
-    _ended(result, ended_at)
-    _exception(result, None)
-    return result
-
-
-def _ok_result_init(
-    output: str, data: Any, content: Any, duration_ms: float, call_id: str, tool_name: str,
-    started_at: datetime, ended_at: datetime,
-) -> ToolResult:  # fmt: skip
-    """A successful result, through ToolResult's own constructor."""
-    return ToolResult(
-        ok=True, output=output, data=data, content=content, duration_ms=duration_ms, call_id=call_id,
-        tool_name=tool_name, started_at=started_at, ended_at=ended_at,
-    )  # fmt: skip
-
-
-_new = object.__new__
-_setters = _slot_setters()
-ok_result = _ok_result_init
-"""Build a successful ToolResult from (output, data, content, duration_ms, call_id, tool_name, started_at, ended_at)."""
-if _setters is not None:
-    _ok, _output, _data, _content, _error, _duration, _truncated, _call_id = _setters[:8]
-    _tool_name, _started, _ended, _exception = _setters[8:]
-    _probe = datetime.now(UTC)
-    _args = ("3", 3, (), 1.0, "call_x", "t", _probe, _probe)
-    if _ok_result_slots(*_args) == _ok_result_init(*_args):  # the same value, or keep the plain constructor
-        ok_result = _ok_result_slots
-    del _probe, _args

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
 from ._codes import ErrorCode
 
-__all__ = ["Audio", "ContentPart", "Image", "Resource", "Text", "ToolCall", "ToolError", "ToolResult"]
+__all__ = ["Audio", "ContentPart", "Image", "Resource", "Text", "ToolCall", "ToolError", "ToolResult", "ok_result"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,3 +176,22 @@ class ToolResult:
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "ended_at": self.ended_at.isoformat() if self.ended_at else None,
         }
+
+
+# The success path builds one ToolResult per call. A frozen slots dataclass's __init__ sets each field
+# through object.__setattr__ (about 1.5 µs for twelve fields, a fifth of a call's overhead), so the hot
+# path fills the slots through their descriptors instead: the same value, built where the fields are
+# declared, and checked against the constructor by tests/test_invoke.py.
+_SETTERS = tuple(getattr(ToolResult, f.name).__set__ for f in fields(ToolResult))
+
+
+def ok_result(
+    output: str, data: Any, content: tuple[ContentPart, ...], duration_ms: float, call_id: str | None,
+    tool_name: str, started_at: datetime, ended_at: datetime,
+) -> ToolResult:  # fmt: skip
+    """A successful `ToolResult`, equal to `ToolResult(ok=True, ...)` with the other fields at their defaults."""
+    result: ToolResult = object.__new__(ToolResult)
+    values = (True, output, data, content, None, duration_ms, False, call_id, tool_name, started_at, ended_at, None)
+    for setter, value in zip(_SETTERS, values, strict=True):
+        setter(result, value)
+    return result
