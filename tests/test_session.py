@@ -287,3 +287,26 @@ async def test_call_ids_are_unique_well_formed_and_sort_by_time() -> None:
     assert ids[0] < ids[300] < ids[600]
     given = await session.call(ToolCall(id="call_from_the_model", name="add", arguments={"a": 1, "b": 2}))
     assert given.call_id == "call_from_the_model"
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_while_awaiting_approval_ends_its_row_and_its_request(tmp_path: Path) -> None:
+    """Cancelled before the handler ran: the row says cancelled (not pending forever), the request is closed."""
+    asked = asyncio.Event()
+
+    async def approver(request: Any) -> bool:
+        asked.set()
+        await asyncio.sleep(60)
+        return True
+
+    with SqliteLog(tmp_path / "s.db") as log:
+        session = Session(toolbox(), log=log, approver=approver)
+        task = asyncio.ensure_future(session.call("write_file", {"path": "a.txt", "content": "x"}))
+        await asyncio.wait_for(asked.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        [row] = log.calls(tool="write_file")
+        request = log.get_approval(row.id)
+    assert row.status == "cancelled" and row.error_code == "cancelled" and "a.txt" not in EFFECTS
+    assert request is not None and request.decision == "deny" and request.answered_by == "session"

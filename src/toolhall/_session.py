@@ -15,7 +15,6 @@ Refused and invalid calls get a row too, with the reason. A failing store never 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
@@ -178,6 +177,25 @@ class Session:
         subjects = _subjects(tool, kwargs)
         decision = self.policy.decide(tool, subjects)
         entry = self._book.start(tool, validated, parent_id, kwargs, subjects)
+        try:
+            return await self._steps(entry, tool, validated, kwargs, subjects, decision, limiter, lent)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled at any step (waiting for approval or for the row's commit, or running): the row
+            # must not stay pending or running forever.
+            await self._book.cancelled(entry, validated)
+            raise
+
+    async def _steps(
+        self,
+        entry: Any,
+        tool: Tool,
+        validated: ValidatedCall,
+        kwargs: dict[str, Any],
+        subjects: list[str],
+        decision: Decision,
+        limiter: anyio.CapacityLimiter | None,
+        lent: ToolContext | None,
+    ) -> ToolResult:
         if decision.action == "deny":
             return await self._refuse(entry, validated, "denied", decision.reason, decision)
         if self.dry_run and (decision.action == "ask" or not _read_only(tool)):
@@ -236,15 +254,7 @@ class Session:
     ) -> ToolResult:
         await self._book.running(entry, how)
         context = self._context(validated, lent) if tool.context_param is not None else None
-        try:
-            result = await execute(validated, context, timeout=tool.timeout or self.default_timeout, limiter=limiter)
-        except asyncio.CancelledError:
-            cancelled = error_result(
-                "cancelled", f"{tool.name} was cancelled", tool_name=tool.name, call_id=validated.call_id,
-                started=validated.started, started_at=validated.started_at,
-            )  # fmt: skip
-            await self._book.finish(entry, cancelled, status="cancelled")
-            raise
+        result = await execute(validated, context, timeout=tool.timeout or self.default_timeout, limiter=limiter)
         await self._book.finish(entry, result, status=status_of(result))
         return self._for_model(result)
 

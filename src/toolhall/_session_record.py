@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ._invoke import ValidatedCall
+from ._invoke import ValidatedCall, error_result
 from ._redact import REDACTED
 from ._result import ToolResult
 from ._tool import Tool
@@ -181,13 +181,13 @@ class RecordBook:
         tool = self.session.toolbox.get(request.tool)
         return dataclasses.replace(request, arguments=self._masked(tool, request.arguments))
 
-    def answered(self, call_id: str, approval: Approval) -> None:
+    def answered(self, call_id: str, approval: Approval, answered_by: str = "approver") -> None:
         """Record the approver's answer in the queue (a no-op when another process answered it)."""
         if self.store is None:
             return
         try:
             self.store.answer_approval(
-                call_id, approval.decision, scope=approval.scope, reason=approval.reason, answered_by="approver"
+                call_id, approval.decision, scope=approval.scope, reason=approval.reason, answered_by=answered_by
             )
         except Exception as exc:  # noqa: BLE001 - a failing store never fails a call
             _log.warning("could not record the approval answer for %s: %s", call_id, exc)
@@ -219,6 +219,19 @@ class RecordBook:
         entry.ended_at, entry.duration_ms = result.ended_at or datetime.now(UTC), result.duration_ms
         entry.truncated, entry.output_chars = result.truncated, len(result.output)
         await self._write(entry, durable=False)
+
+    async def cancelled(self, entry: Entry | None, validated: ValidatedCall) -> None:
+        """End the row of a call cancelled before it finished (and withdraw its approval request)."""
+        if entry is None or entry.status not in ("pending", "running"):
+            return  # no store, or the row already has its final status
+        if entry.status == "pending":
+            self.answered(entry.id, Approval("deny", reason="the call was cancelled"), answered_by="session")
+        name = validated.tool.name
+        result = error_result(
+            "cancelled", f"{name} was cancelled", tool_name=name, call_id=validated.call_id,
+            started=validated.started, started_at=validated.started_at,
+        )  # fmt: skip
+        await self.finish(entry, result, status="cancelled")
 
     async def refused(
         self, name: str, tool: Tool | None, call_id: str, parent_id: str | None, arguments: Any, result: ToolResult
