@@ -91,6 +91,7 @@ class CallWrites:
 
     _codec: RowCodec
     _writer: GroupCommitWriter[Op]
+    _inline = False  # whether `_commit_inline` may commit on the caller's thread (SQLite on disk)
 
     def _init_writes(self, name: str, maintain: Callable[[], None]) -> None:
         self._open: dict[str, CallRow] = {}  # calls whose row this process inserted, not yet final
@@ -120,12 +121,15 @@ class CallWrites:
         if not durable:
             self._submit(op, None)
             return
+        alone = len(self._open) <= 1
         # A lone call commits at once on its own thread (no thread hop, no loop turn).
-        if len(self._open) <= 1 and self._writer.run_inline(lambda rows: self._commit_inline([*rows, op]), _inline_ok):
+        if alone and self._try_inline([op]):
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # trio, or no loop: one hand-off to the writer thread per row
+            loop = None
+        if loop is None or (alone and not self._inline):  # nobody to share a commit with: no loop turn
             waker = ThreadWaker()
             if self._submit(op, waker):
                 await waker.wait()
@@ -157,7 +161,7 @@ class CallWrites:
 
     def _flush_batch(self, loop: asyncio.AbstractEventLoop) -> None:
         ops, futures = self._batches.pop(loop)
-        if self._writer.run_inline(lambda earlier: self._commit_inline([*earlier, *ops]), _inline_ok):
+        if self._try_inline(ops):
             resolve_futures(futures)
             return
         try:
@@ -165,6 +169,10 @@ class CallWrites:
         except RuntimeError as exc:  # closed store: the calls go on, unlogged
             report_failure(self, "write after close", exc)
             resolve_futures(futures)
+
+    def _try_inline(self, ops: list[Op]) -> bool:
+        """Commit ops (after the lingering ones) on this thread, if the store can without waiting."""
+        return self._inline and self._writer.run_inline(lambda rows: self._commit_inline([*rows, *ops]), _inline_ok)
 
     def _submit(self, op: Op, waker: ThreadWaker | None) -> bool:
         try:

@@ -83,6 +83,7 @@ class SqliteLog(SqlLogBase):
         # In memory, one connection serves everything (each connection would see its own database).
         self._writer_conn: sqlite3.Connection | None = self._conn if self._memory else None
         self._inline_conn: sqlite3.Connection | None = None
+        self._inline = not self._memory
         self._inline_pages = 0
         super().__init__(
             redact=redact,
@@ -143,8 +144,6 @@ class SqliteLog(SqlLogBase):
     def _commit_inline(self, ops: list[Op]) -> bool:
         # Runs on the event loop's thread, so it must never wait: no busy timeout, no checkpoint
         # (the writer thread's connection checkpoints), and any lock held elsewhere means "queue it".
-        if self._memory:
-            return False
         conn = self._inline_conn
         try:
             if conn is None:
