@@ -20,6 +20,7 @@ __all__ = [
     "decode",
     "encode",
     "fs_errors",
+    "owned_fd",
     "human_size",
     "number_lines",
     "read_all",
@@ -211,6 +212,15 @@ def _skip_to(fd: int, first: int) -> tuple[bytes | None, int, int]:
                 return None, line - 1, 0
             return nxt, line, 0
         return chunk, line, pos
+
+
+@contextmanager
+def owned_fd(fd: int) -> Iterator[int]:
+    """Close a descriptor (from `Workspace.open`) when the block ends, however it ends."""
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 @contextmanager

@@ -18,7 +18,6 @@ import os
 import posixpath
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +28,7 @@ from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
 from . import _frontmatter as fm
+from ._fileio import owned_fd
 
 __all__ = ["MARKDOWN_SUFFIXES", "toolbox"]
 
@@ -36,14 +36,6 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 """File endings `list_artifacts` treats as artifacts."""
 _MAX_LISTED = 2000
 _CHAINS_DENY = "chains/**"
-
-
-@contextmanager
-def _fd(fd: int) -> Iterator[int]:
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 class _Lore:
@@ -75,7 +67,7 @@ class _Lore:
         except FileNotFoundError:
             raise ToolCallError(f"no artifact at {rel!r} in {self.prefix}", code="not_found",
                                 details={"reason": "no_such_path", "path": rel}) from None
-        with _fd(fd):
+        with owned_fd(fd):
             data = os.read(fd, self.max_bytes + 1)
         if len(data) > self.max_bytes:
             raise ToolCallError(f"{rel} is larger than {self.max_bytes} bytes", code="execution_error",
@@ -112,7 +104,7 @@ def _markdown_files(ws: Workspace, start: str) -> Iterator[str]:
     try:
         while stack:
             dfd, prefix = stack.pop()
-            with _fd(dfd), os.scandir(dfd) as entries:
+            with owned_fd(dfd), os.scandir(dfd) as entries:
                 for entry in entries:
                     if entry.name.startswith("."):
                         continue

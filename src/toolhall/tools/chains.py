@@ -37,6 +37,7 @@ from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
 from . import _frontmatter as fm
+from ._fileio import owned_fd
 from ._proc import spawn as _proc_spawn
 
 __all__ = ["LIFE_CYCLE", "ROLES", "new_task", "toolbox"]
@@ -72,14 +73,6 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-@contextmanager
-def _fd(fd: int) -> Iterator[int]:
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 class _Chains:
     """The chains folder of one project."""
 
@@ -103,13 +96,13 @@ class _Chains:
         except (FileNotFoundError, NotADirectoryError):
             raise ToolCallError(f"no chain {chain_id!r} in {self.folder}", code="not_found",
                                 details={"reason": "no_chain", "chain_id": chain_id}) from None
-        with _fd(dfd):
+        with owned_fd(dfd):
             fcntl.flock(dfd, fcntl.LOCK_EX)
             yield ws
 
     def tasks(self, ws: Workspace, chain_id: str) -> list[dict[str, Any]]:
         """Every task in the chain, sorted by id, each with its file name, metadata and body."""
-        with _fd(ws.open_dir(chain_id)) as dfd, os.scandir(dfd) as entries:
+        with owned_fd(ws.open_dir(chain_id)) as dfd, os.scandir(dfd) as entries:
             names = sorted(e.name for e in entries if e.name.endswith(".md") and e.is_file(follow_symlinks=False)
                            and e.name.lower() not in _NOT_TASKS)
         found = []
@@ -147,7 +140,7 @@ class _Chains:
 
 
 def _read(ws: Workspace, rel: str) -> str:
-    with _fd(ws.open(rel, os.O_RDONLY)) as fd:
+    with owned_fd(ws.open(rel, os.O_RDONLY)) as fd:
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
@@ -174,13 +167,13 @@ def new_task(project: str | os.PathLike[str], chain_id: str, task_id: str, title
     doc = fm.apply_changes(fm.Document(head="", yaml="", tail="", body=body), meta)
     rel = f"{chain_id}/{task_id}.md"
     pfd, name = ws.open_parent(rel, create=True)
-    with _fd(pfd):
+    with owned_fd(pfd):
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                          dir_fd=pfd)
         except FileExistsError:
             raise ValueError(f"task {task_id!r} already exists in chain {chain_id!r}") from None
-        with _fd(fd):
+        with owned_fd(fd):
             os.write(fd, fm.join(doc).encode("utf-8"))
     return ws.root / rel
 

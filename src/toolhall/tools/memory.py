@@ -18,8 +18,6 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -31,6 +29,7 @@ from .._errors import ConfigError, ToolCallError
 from .._tool import Tool, tool
 from .._toolbox import Toolbox
 from .._workspace import Workspace
+from ._fileio import owned_fd
 
 __all__ = ["DEFAULT_ROOT", "SCOPE_PATTERN", "toolbox"]
 
@@ -139,14 +138,6 @@ def _missing(scope: str, rel: str) -> ToolCallError:
                          code="not_found", details={"reason": "no_such_path", "path": rel})
 
 
-@contextmanager
-def _fd(fd: int) -> Iterator[int]:
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 def _size(n: int) -> str:
     if n < 1024:
         return str(n)
@@ -174,14 +165,14 @@ def _listing(dir_fd: int, prefix: str, depth: int, out: list[str]) -> None:
             if depth < 2:
                 sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
                               dir_fd=dir_fd)
-                with _fd(sub):
+                with owned_fd(sub):
                     _listing(sub, f"{name}/", depth + 1, out)
         else:
             out.append(f"{_size(st.st_size)}\t{name}")
 
 
 def _read_text(ws: Workspace, rel: str, limit: int) -> str:
-    with _fd(ws.open(rel, os.O_RDONLY)) as fd:
+    with owned_fd(ws.open(rel, os.O_RDONLY)) as fd:
         data = os.read(fd, limit + 1)
     if len(data) > limit:
         raise ToolCallError(f"{rel} is larger than {limit} bytes; memory files are kept small",
@@ -215,13 +206,13 @@ def _rename(ws: Workspace, scope: str, old: str, new: str) -> str:
         spfd, sname = ws.open_parent(old)
     except FileNotFoundError:
         raise _missing(scope, old) from None
-    with _fd(spfd):
+    with owned_fd(spfd):
         try:
             os.stat(sname, dir_fd=spfd, follow_symlinks=False)
         except FileNotFoundError:
             raise _missing(scope, old) from None
         dpfd, dname = ws.open_parent(new, create=True)
-        with _fd(dpfd):
+        with owned_fd(dpfd):
             try:
                 os.stat(dname, dir_fd=dpfd, follow_symlinks=False)
             except FileNotFoundError:
@@ -281,7 +272,7 @@ def _tools(mem: _Memory) -> list[Tool]:  # noqa: C901 - one closure per tool, ea
                 return f"{_shown(scope, rel)} is empty"
             raise _missing(scope, rel)
         try:
-            with _fd(ws.open_dir(rel)) as dfd:
+            with owned_fd(ws.open_dir(rel)) as dfd:
                 lines: list[str] = []
                 _listing(dfd, "" if rel == "." else f"{rel}/", 1, lines)
         except NotADirectoryError:
@@ -351,7 +342,7 @@ def _tools(mem: _Memory) -> list[Tool]:  # noqa: C901 - one closure per tool, ea
             pfd, name = ws.open_parent(rel)
         except FileNotFoundError:
             raise _missing(scope, rel) from None
-        with _fd(pfd):
+        with owned_fd(pfd):
             try:
                 st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
             except FileNotFoundError:
