@@ -4,6 +4,11 @@ Durability: `synchronous=NORMAL` in WAL mode makes a committed transaction survi
 killed (the WAL is in the OS page cache), though not a power loss; that is the promise DESIGN.md makes,
 and it lets a commit cost microseconds instead of an fsync. Several processes may share one file: writes
 wait for the lock (`busy_timeout`, then our own retries) instead of failing with "database is locked".
+
+Where rows are committed: a group of durable rows (those of one event-loop turn) is committed on the loop's
+own thread through a connection that never waits (`busy_timeout=0`, no autocheckpoint), about 50 µs of
+CPU per commit here; if another process holds the write lock, the group goes to the writer thread, whose
+connection waits. The writer thread also checkpoints the WAL every ~1,000 pages the loop's connection wrote.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 A call that needs its row durable enqueues it and waits on a future; the writer takes everything queued
 so far, commits it at once, then wakes every waiter of that batch. Under load, each commit carries the
 rows that arrived while the previous one ran, so a hundred concurrent calls share a few commits.
+
+The thread is the fallback: when it is idle, a caller may commit on its own thread (`run_inline`, taking
+the rows lingering in the queue along), which SQLite does for every group of durable rows while its write
+lock is free. Rows nobody waits for linger in the queue (`linger` seconds) for the next commit to carry.
 """
 
 from __future__ import annotations
