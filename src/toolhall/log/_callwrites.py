@@ -21,13 +21,16 @@ from ._record import CallRecord
 from ._rows import CallRow, RowCodec
 from ._writer import FuturesWaker, GroupCommitWriter, ThreadWaker, report_failure, report_recovery, resolve_futures
 
-__all__ = ["INLINE_OUTPUT_CHARS", "CallWrites", "Op", "RowPlan", "plan_rows"]
+__all__ = ["INLINE_GROUP_ROWS", "INLINE_OUTPUT_CHARS", "CallWrites", "Op", "RowPlan", "plan_rows"]
 
 Op = tuple[bool, CallRow]
 """One queued write: (insert the whole row?, the record or live entry)."""
 
 INLINE_OUTPUT_CHARS = 64 * 1024
 """Final rows with more output than this are redacted and written by the writer thread, off the event loop."""
+
+INLINE_GROUP_ROWS = 256
+"""The most durable rows of one loop turn committed on the loop's thread; a bigger group goes to the writer."""
 
 _OPEN = frozenset({"pending", "running"})
 _FORGET_AFTER = 100_000  # open calls remembered; beyond, an update falls back to a full upsert (still right)
@@ -171,8 +174,14 @@ class CallWrites:
             resolve_futures(futures)
 
     def _try_inline(self, ops: list[Op]) -> bool:
-        """Commit ops (after the lingering ones) on this thread, if the store can without waiting."""
-        return self._inline and self._writer.run_inline(lambda rows: self._commit_inline([*rows, *ops]), _inline_ok)
+        """Commit ops (after the lingering ones) on this thread, if the store can without waiting.
+
+        A big group goes to the writer thread instead: committed inline it would stall the event loop for
+        its whole length (~15 µs a row), while SQLite on the writer thread lets the loop run between rows.
+        """
+        if not self._inline or len(ops) > INLINE_GROUP_ROWS:
+            return False
+        return self._writer.run_inline(lambda rows: self._commit_inline([*rows, *ops]), _inline_ok)
 
     def _submit(self, op: Op, waker: ThreadWaker | None) -> bool:
         try:
