@@ -31,20 +31,43 @@ def _ids(store: Any) -> set[str]:
     return {row[0] for row in _outside(store, "SELECT id FROM toolhall_calls")}
 
 
+class _Reader:
+    """One connection of our own that sees what is committed; `has(id)` asks it synchronously."""
+
+    def __init__(self, store: Any) -> None:
+        if isinstance(store, SqliteLog):
+            self.conn: Any = sqlite3.connect(store.path, isolation_level=None)  # type: ignore[arg-type]
+            self.sql = "SELECT 1 FROM toolhall_calls WHERE id = ?"
+        else:
+            import psycopg
+
+            self.conn = psycopg.connect(store.dsn, autocommit=True)
+            self.sql = "SELECT 1 FROM toolhall_calls WHERE id = %s"
+
+    def has(self, call_id: str) -> bool:
+        return self.conn.execute(self.sql, (call_id,)).fetchone() is not None
+
+
 @pytest.mark.anyio
-async def test_concurrent_durable_writes_are_each_committed_before_they_return(store: Any) -> None:
-    """Fifty calls writing at once: each sees its own row from another connection as soon as write returns."""
+@pytest.mark.parametrize("calls", [50, 300])
+async def test_concurrent_durable_writes_are_each_committed_before_they_return(store: Any, calls: int) -> None:
+    """Many calls writing at once (one group on the loop's thread; over 256, on the writer thread): each row
+    is visible to another connection the moment its write returns."""
+    reader = _Reader(store)
     missing: list[str] = []
 
     async def one() -> None:
         rec = record()
         await store.write(rec, durable=True)
-        if rec.id not in await anyio.to_thread.run_sync(_ids, store):
+        if not reader.has(rec.id):  # synchronously: nothing else runs on this loop before the check
             missing.append(rec.id)
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(50):
-            tg.start_soon(one)
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(calls):
+                tg.start_soon(one)
+    finally:
+        reader.conn.close()
     assert missing == []
 
 
