@@ -1,13 +1,14 @@
 """The `toolhall` command.
 
 Each command group lives in its own private module exposing `register(app)`; this module wires them.
+Heavy dependencies load inside the commands, so `toolhall --help` stays quick.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from . import _call, _graph, _init, _log, _serve, _tools, _workers
 
 __all__ = ["app", "main"]
 
@@ -19,22 +20,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Modules are added by the issues that build them; missing ones are skipped until they land.
-_COMMAND_MODULES = ("_tools", "_call", "_serve", "_log", "_graph", "_workers", "_init")
-
-
-def _register_all() -> None:
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
-        module.register(app)
-
-
-_register_all()
+for _module in (_tools, _call, _serve, _log, _graph, _workers, _init):
+    _module.register(app)
 
 
 def main() -> None:
