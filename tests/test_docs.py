@@ -53,3 +53,27 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
 def test_cli_reference_is_current() -> None:
     """docs/cli.md is exactly what `make docs` generates from the commands' help."""
     assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == render(), "run `make docs`"
+
+
+def test_readme_server_example_builds_a_working_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 'server in ten lines' builds a session that serves the file tools and the example's `add`."""
+    import toolhall.mcp
+
+    served: list[object] = []
+
+    async def fake_serve_stdio(target: object) -> None:
+        served.append(target)
+
+    monkeypatch.setattr(toolhall.mcp, "serve_stdio", fake_serve_stdio)
+    monkeypatch.chdir(tmp_path)
+    first, server = _python_blocks(README)[:2]
+    namespace: dict[str, object] = {}
+    exec(compile(first + "\n" + server, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+    capsys.readouterr()
+    [session] = served
+    names = [entry["name"] for entry in session.schemas("mcp")]  # type: ignore[attr-defined]
+    assert "read_file" in names and "add" in names
+    assert session.call_sync("add", {"a": 2, "b": 3}).output == "5"  # type: ignore[attr-defined]
+    assert session.call_sync("delete_file", {"path": "x"}).error.code == "denied"  # type: ignore[attr-defined]
