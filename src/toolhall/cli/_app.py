@@ -30,11 +30,11 @@ class AppState:
         from ..log import PostgresLog, SqliteLog
 
         store = self.config.store
-        options: dict[str, Any] = {"max_output_bytes": store.max_output_bytes}
-        if store.redact_fields or store.redact_patterns:
-            from .._redact import Redactor
-
-            options["redactor"] = Redactor(fields=store.redact_fields, patterns=store.redact_patterns)
+        options: dict[str, Any] = {
+            "max_output_bytes": store.max_output_bytes,
+            "redact_fields": store.redact_fields,
+            "redact_patterns": store.redact_patterns,
+        }
         if store.postgres:
             return PostgresLog(store.postgres, **options)
         path = Path(store.sqlite)

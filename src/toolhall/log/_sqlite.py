@@ -97,6 +97,7 @@ class SqliteLog(SqlLogBase):
             redact=redact,
             redact_fields=redact_fields,
             redact_patterns=redact_patterns,
+            redactor=redactor,
             max_output_bytes=max_output_bytes,
         )
 
