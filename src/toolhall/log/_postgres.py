@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from .._redact import Redactor
 from ._callwrites import RowPlan
@@ -130,9 +130,6 @@ class PostgresLog(SqlLogBase):
 
     def __repr__(self) -> str:
         return f"PostgresLog({_safe(self.dsn)!r})"
-
-    def __enter__(self) -> Self:
-        return self
 
     def _ts_in(self, value: datetime | None) -> Any:
         return value

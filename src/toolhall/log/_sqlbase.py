@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import anyio.to_thread
@@ -285,7 +285,7 @@ class SqlLogBase(CallWrites):
         self._writer.close()
         self._close_connections()
 
-    def __enter__(self) -> SqlLogBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

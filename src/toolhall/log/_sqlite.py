@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from .._redact import Redactor
 from ._callwrites import Op, RowPlan, plan_rows
@@ -103,9 +103,6 @@ class SqliteLog(SqlLogBase):
 
     def __repr__(self) -> str:
         return f"SqliteLog({':memory:' if self._memory else str(self.path)!r})"
-
-    def __enter__(self) -> Self:
-        return self
 
     # -- connections -------------------------------------------------------------------------------
     def _connect(self, *, create: bool = False) -> sqlite3.Connection:
